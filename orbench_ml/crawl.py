@@ -4,54 +4,23 @@
 
 # %% ../nbs/10_crawl.ipynb #87921346
 from __future__ import annotations
-import re, threading, time, unicodedata
+import inspect, re, time, unicodedata
 from collections import deque
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from functools import lru_cache
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urldefrag, urljoin, urlsplit
 from urllib.robotparser import RobotFileParser
 
 import httpx
 import pandas as pd
+import trafilatura
+from lxml import html as lxml_html
 
-from .core import LANGUAGES, settings, text_hash, write_table
+from .core import LANGUAGES, settings, write_table
+from .embed import dedupe
 
 # %% auto #0
-__all__ = ['USER_AGENT', 'Site', 'serve_site', 'Robots', 'HostClock', 'page_links', 'main_text', 'crawl', 'clean_text',
-           'questions', 'detect_lang', 'page_questions', 'crawl_questions']
-
-# %% ../nbs/10_crawl.ipynb #dff7caba
-@dataclass
-class Site:
-    "A local web site: `pages` maps a path to HTML (or to (content_type, body)); `log` records requests"
-    pages:dict
-    host:str='127.0.0.1'
-    port:int=0
-    log:list=field(default_factory=list)
-    @property
-    def url(self)->str: return f'http://{self.host}:{self.port}'
-
-@contextmanager
-def serve_site(pages:dict, host:str='127.0.0.1'):
-    "Serve `pages` on `host` (a free port) in a background thread; yields a `Site`"
-    site = Site(dict(pages), host)
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
-            site.log.append((self.path, time.monotonic(), self.headers.get('User-Agent', '')))
-            page = site.pages.get(self.path)
-            if page is None: self.send_error(404); return
-            ctype, body = page if isinstance(page, tuple) else ('text/html; charset=utf-8', page)
-            body = body.encode('utf-8') if isinstance(body, str) else body
-            self.send_response(200); self.send_header('Content-Type', ctype)
-            self.send_header('Content-Length', str(len(body))); self.end_headers(); self.wfile.write(body)
-        def log_message(self, *a): pass
-    server = ThreadingHTTPServer((host, 0), Handler)
-    site.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True); thread.start()
-    try: yield site
-    finally: server.shutdown(); server.server_close()
+__all__ = ['USER_AGENT', 'Robots', 'HostClock', 'next_ready', 'page_links', 'main_text', 'crawl', 'clean_text', 'questions',
+           'detect_lang', 'page_questions', 'crawl_questions']
 
 # %% ../nbs/10_crawl.ipynb #0514a635
 USER_AGENT = 'orbench_ml-crawler/0.1 (research on LLM over-refusal; honours robots.txt)'
@@ -77,6 +46,10 @@ class Robots:
         rp = self._parser(_origin(url))
         return rp is not None and rp.can_fetch(self.ua, url)
 
+    def refusal(self, url:str)->str:
+        "Why `url` may not be fetched (after `allowed` said no)"
+        return 'robots.txt unreachable' if self._parser(_origin(url)) is None else 'disallowed by robots.txt'
+
     def crawl_delay(self, url:str)->float:
         rp = self._parser(_origin(url))
         return float((rp.crawl_delay(self.ua) if rp else None) or 0)
@@ -93,11 +66,20 @@ class HostClock:
     def wait(self, host:str)->float: return max(0.0, self.next.get(host, 0) - time.monotonic())
     def used(self, host:str, delay:float|None=None): self.next[host] = time.monotonic() + max(self.delay, delay or 0)
 
+def next_ready(frontier:deque, clock:HostClock)->tuple[str, int]:
+    "Take the first queued (url, depth) whose host may be asked now; sleep until one may"
+    while True:
+        now = time.monotonic()
+        i = next((k for k, (u, _) in enumerate(frontier) if clock.ready(urlsplit(u).netloc, now)), None)
+        if i is not None: break
+        time.sleep(min(clock.wait(urlsplit(u).netloc) for u, _ in frontier))
+    item = frontier[i]; del frontier[i]
+    return item
+
 # %% ../nbs/10_crawl.ipynb #2fa474a0
 def page_links(html:str, base_url:str)->list[str]:
     "Absolute http(s) links of a page, fragments removed, in page order, without repeats"
-    from lxml import html as lh
-    try: doc = lh.fromstring(html)
+    try: doc = lxml_html.fromstring(html)
     except Exception: return []
     out = []
     for href in doc.xpath('//a/@href'):
@@ -107,32 +89,30 @@ def page_links(html:str, base_url:str)->list[str]:
 
 def main_text(html:str, url:str|None=None)->str:
     "The main text of a page (boilerplate removed), one paragraph per line"
-    import trafilatura
     return trafilatura.extract(html, url=url, include_comments=True, include_tables=False, favor_recall=True) or ''
 
 # %% ../nbs/10_crawl.ipynb #b9137601
-def crawl(seeds, max_pages:int=20, max_depth:int=2, delay:float=1.0, same_host:bool=True, timeout:float=10.0,
-          max_bytes:int=2_000_000, user_agent:str=USER_AGENT, progress:bool=False)->pd.DataFrame:
+def crawl(seeds,                      # seed URL(s), http or https
+          max_pages:int=20,           # pages fetched at most
+          max_depth:int=2,            # links followed from a seed
+          delay:float=1.0,            # seconds between two requests to one host (robots.txt Crawl-delay may raise it)
+          same_host:bool=True,        # follow links to the seeds' hosts only
+          timeout:float=10.0,         # seconds per request
+          max_bytes:int=2_000_000,    # bytes of a page read at most
+          user_agent:str=USER_AGENT,  # who the crawler says it is
+          progress:bool=False,        # print a line per page
+         )->pd.DataFrame:
     "Crawl from `seeds`; one row per page: url, depth, status, text, error"
-    seeds = [seeds] if isinstance(seeds, str) else list(seeds)
-    bad = [s for s in seeds if urlsplit(s).scheme not in ('http', 'https')]
-    if bad: raise ValueError(f'crawl: seeds must be http(s) URLs, got {bad[:3]}')
-    hosts = {urlsplit(s).netloc for s in seeds}
-    frontier, seen, rows, n_fetched = deque((s, 0) for s in dict.fromkeys(seeds)), set(seeds), [], 0
-    clock = HostClock(delay)
+    seeds = _checked_seeds(seeds)
+    hosts, clock = {urlsplit(s).netloc for s in seeds}, HostClock(delay)
+    frontier, seen, rows, n_fetched = deque((s, 0) for s in seeds), set(seeds), [], 0
     with httpx.Client(headers={'User-Agent': user_agent}, timeout=timeout, follow_redirects=True) as client:
         robots = Robots(client, user_agent)
         while frontier and n_fetched < max_pages:
-            now = time.monotonic()
-            i = next((k for k, (u, _) in enumerate(frontier) if clock.ready(urlsplit(u).netloc, now)), None)
-            if i is None:
-                time.sleep(min(clock.wait(urlsplit(u).netloc) for u, _ in frontier)); continue
-            url, depth = frontier[i]; del frontier[i]
-            host = urlsplit(url).netloc
+            url, depth = next_ready(frontier, clock)
             if not robots.allowed(url):
-                why = 'robots.txt unreachable' if robots.rules[_origin(url)] is None else 'disallowed by robots.txt'
-                rows.append(dict(url=url, depth=depth, status=None, text='', error=why)); continue
-            clock.used(host, robots.crawl_delay(url))
+                rows.append(dict(url=url, depth=depth, status=None, text='', error=robots.refusal(url))); continue
+            clock.used(urlsplit(url).netloc, robots.crawl_delay(url))
             row, html = _fetch(client, url, max_bytes); n_fetched += 1
             rows.append(dict(row, depth=depth))
             if progress: print(f'{len(rows):>4} {row["status"]} {url} {row["error"]}')
@@ -140,8 +120,14 @@ def crawl(seeds, max_pages:int=20, max_depth:int=2, delay:float=1.0, same_host:b
             for link in page_links(html, url):
                 if link in seen or (same_host and urlsplit(link).netloc not in hosts): continue
                 seen.add(link); frontier.append((link, depth + 1))
-    cols = ['url', 'depth', 'status', 'text', 'error']
-    return pd.DataFrame(rows, columns=cols).astype({'status': 'Int64'})
+    return pd.DataFrame(rows, columns=['url', 'depth', 'status', 'text', 'error']).astype({'status': 'Int64'})
+
+def _checked_seeds(seeds)->list[str]:
+    "`seeds` as a list of distinct http(s) URLs, or a ValueError"
+    seeds = [seeds] if isinstance(seeds, str) else list(seeds)
+    bad = [s for s in seeds if urlsplit(s).scheme not in ('http', 'https')]
+    if bad: raise ValueError(f'crawl: seeds must be http(s) URLs, got {bad[:3]}')
+    return list(dict.fromkeys(seeds))
 
 def _fetch(client:httpx.Client, url:str, max_bytes:int)->tuple[dict, str|None]:
     "GET one page: (row, html or None)"
@@ -197,8 +183,12 @@ def detect_lang(text:str, langs=tuple(LANGUAGES))->tuple[str, float]:
     return lang, float(p)
 
 # %% ../nbs/10_crawl.ipynb #e19ca151
-def page_questions(pages:pd.DataFrame, langs=tuple(LANGUAGES), min_prob:float=0.5,
-                   dedup_threshold:float|None=0.9, embedder=None)->pd.DataFrame:
+def page_questions(pages:pd.DataFrame,             # crawled pages, as `crawl` returns them
+                   langs=tuple(LANGUAGES),          # the languages a question may be in
+                   min_prob:float=0.5,              # drop questions whose language is less sure than this
+                   dedup_threshold:float|None=0.9,  # near-duplicates within a language: cosine above this (None: keep)
+                   embedder=None,                   # the embedder of the dedup (default: `DEFAULT_EMBEDDER`)
+                  )->pd.DataFrame:
     "Questions from crawled `pages`: text, lang, lang_prob, url, depth; cleaned, identified, deduplicated"
     rows = [dict(text=q, url=p.url, depth=p.depth) for p in pages.itertuples() for q in questions(p.text or '')]
     df = pd.DataFrame(rows, columns=['text', 'url', 'depth'])
@@ -207,7 +197,6 @@ def page_questions(pages:pd.DataFrame, langs=tuple(LANGUAGES), min_prob:float=0.
     df = df[df.lang_prob >= min_prob]
     df = df[~df.text.str.lower().str.replace(r'\W+', ' ', regex=True).str.strip().duplicated()]
     if dedup_threshold is not None and len(df) > 1:
-        from orbench_ml.embed import dedupe
         keep = pd.Series(True, index=df.index)
         for _, g in df.groupby('lang'): keep[g.index] = dedupe(g.text.tolist(), dedup_threshold, embedder=embedder)
         df = df[keep]
@@ -216,7 +205,6 @@ def page_questions(pages:pd.DataFrame, langs=tuple(LANGUAGES), min_prob:float=0.
 # %% ../nbs/10_crawl.ipynb #50c87276
 def crawl_questions(seeds, out_path=None, **kw)->pd.DataFrame:
     "Crawl `seeds` and return (and write to `out_path` when given) the questions table"
-    import inspect
     crawl_kw = {k: kw.pop(k) for k in list(kw) if k in inspect.signature(crawl).parameters}
     qs = page_questions(crawl(seeds, **crawl_kw), **kw)
     if out_path: write_table(qs, out_path)

