@@ -6,7 +6,6 @@
 from __future__ import annotations
 import inspect, re, time, unicodedata
 from collections import deque
-from functools import lru_cache
 from urllib.parse import urldefrag, urljoin, urlsplit
 from urllib.robotparser import RobotFileParser
 
@@ -17,10 +16,11 @@ from lxml import html as lxml_html
 
 from .core import LANGUAGES, settings, write_table
 from .embed import dedupe
+from .lang import detect_lang, split_sentences
 
 # %% auto #0
 __all__ = ['USER_AGENT', 'Robots', 'HostClock', 'next_ready', 'page_links', 'main_text', 'crawl', 'clean_text', 'questions',
-           'detect_lang', 'page_questions', 'crawl_questions']
+           'page_questions', 'crawl_questions']
 
 # %% ../nbs/10_crawl.ipynb #0514a635
 USER_AGENT = 'orbench_ml-crawler/0.1 (research on LLM over-refusal; honours robots.txt)'
@@ -146,7 +146,6 @@ def _fetch(client:httpx.Client, url:str, max_bytes:int)->tuple[dict, str|None]:
     return dict(url=str(r.url), status=r.status_code, text=main_text(html, url), error=''), html
 
 # %% ../nbs/10_crawl.ipynb #97b1f44f
-_SENT = re.compile(r'[^.!?。！？\n]*[.!?。！？]+|[^.!?。！？\n]+$', re.M)
 _NOISE = re.compile(r'\S+@\S+\.\w+|https?://\S+|www\.\S+')
 
 def clean_text(s:str)->str:
@@ -162,25 +161,8 @@ def _size_ok(q:str)->bool:
 
 def questions(text:str)->list[str]:
     "The questions in a text, cleaned, in order"
-    out = []
-    for line in text.splitlines():
-        for m in _SENT.finditer(clean_text(line)):
-            q = m.group().strip()
-            if q.endswith(('?', '？')) and _size_ok(q): out.append(q)
-    return out
-
-# %% ../nbs/10_crawl.ipynb #087c872e
-@lru_cache(maxsize=None)
-def _identifier(langs:tuple):
-    from py3langid.langid import LanguageIdentifier, MODEL_FILE
-    lid = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
-    lid.set_languages(list(langs))
-    return lid
-
-def detect_lang(text:str, langs=tuple(LANGUAGES))->tuple[str, float]:
-    "The language of `text` among `langs` (ISO 639-1) and its probability"
-    lang, p = _identifier(tuple(langs)).classify(text)
-    return lang, float(p)
+    sentences = (s for line in text.splitlines() for s in split_sentences(clean_text(line)))
+    return [q for q in sentences if q.rstrip('"\')]').endswith(('?', '？')) and _size_ok(q)]
 
 # %% ../nbs/10_crawl.ipynb #e19ca151
 def page_questions(pages:pd.DataFrame,             # crawled pages, as `crawl` returns them
@@ -193,7 +175,7 @@ def page_questions(pages:pd.DataFrame,             # crawled pages, as `crawl` r
     rows = [dict(text=q, url=p.url, depth=p.depth) for p in pages.itertuples() for q in questions(p.text or '')]
     df = pd.DataFrame(rows, columns=['text', 'url', 'depth'])
     if df.empty: return df.assign(lang='', lang_prob=0.0)[['text', 'lang', 'lang_prob', 'url', 'depth']]
-    df[['lang', 'lang_prob']] = pd.DataFrame([detect_lang(t, langs) for t in df.text], index=df.index)
+    df[['lang', 'lang_prob']] = pd.DataFrame([tuple(detect_lang(t, langs)) for t in df.text], index=df.index)
     df = df[df.lang_prob >= min_prob]
     df = df[~df.text.str.lower().str.replace(r'\W+', ' ', regex=True).str.strip().duplicated()]
     if dedup_threshold is not None and len(df) > 1:

@@ -15,11 +15,13 @@ import numpy as np
 import pandas as pd
 from datasets import load_dataset
 
-from .core import (CATEGORIES, LANGUAGES, atomic_write_bytes, columns, read_table, settings, text_hash,
-                             validate, write_table)
-from .crawl import crawl_questions, detect_lang
+from .core import (CATEGORIES, KEYS, LANGUAGES, TABLES, Col, atomic_write_bytes, columns, read_table,
+                             settings, text_hash, validate, write_table)
+from .crawl import crawl_questions
 from .embed import duplicate_groups, encode, hub_reachable, nearest
-from .models import ask, keyword_hits
+from .lang import detect_lang, keyword_hits
+from .models import ask
+from .moderation import moderate
 
 # %% auto #0
 __all__ = ['RAW_COLUMNS', 'SOURCES', 'XSTEST_TYPES', 'XSTEST_NOTES', 'XSAFETY_RISKS', 'XSAFETY_DIRS', 'DNA_HARMS',
@@ -87,9 +89,7 @@ def read_any(path)->pd.DataFrame:
     if sfx == '.jsonl': return pd.read_json(path, lines=True, dtype=False)
     if sfx == '.json': return pd.read_json(path, dtype=False)
     if sfx == '.parquet': return pd.read_parquet(path)
-    if sfx == '.xlsx':
-        try: return pd.read_excel(path, dtype=str)
-        except ImportError: raise ImportError(f'{path}: reading .xlsx needs openpyxl: pip install openpyxl') from None
+    if sfx == '.xlsx': return pd.read_excel(path, dtype=str)
     raise ValueError(f'{path}: unsupported file type {sfx!r} (csv, tsv, jsonl, json, parquet, xlsx)')
 
 def pick(df:pd.DataFrame,  # the table as read
@@ -119,8 +119,6 @@ def raw_frame(text,                # the prompts
     return df[RAW_COLUMNS]
 
 # %% ../nbs/03_extract.ipynb #876d87e7
-def _orbench_label(path)->str: return 'toxic' if 'toxic' in Path(path).name.lower() else 'safe'
-
 def read_orbench(path, label:str|None=None)->pd.DataFrame:
     "OR-Bench (80k, hard-1k or toxic) from a CSV with columns prompt,category"
     paths = sorted(Path(path).glob('or-bench*.csv')) if Path(path).is_dir() else [Path(path)]
@@ -129,8 +127,8 @@ def read_orbench(path, label:str|None=None)->pd.DataFrame:
     for p in paths:
         df = read_any(p)
         t, c = pick(df, ['prompt'], p), pick(df, ['category'], p, 'category')
-        cat = df[c].str.strip().str.lower()
-        frames.append(raw_frame(df[t], 'en', [f'{p.stem}:{i+1}' for i in range(len(df))], cat, label or _orbench_label(p),
+        cat, file_label = df[c].str.strip().str.lower(), label or ('toxic' if 'toxic' in p.name.lower() else 'safe')
+        frames.append(raw_frame(df[t], 'en', [f'{p.stem}:{i+1}' for i in range(len(df))], cat, file_label,
                                 cat.where(cat.isin(list(CATEGORIES)), '')))
     return pd.concat(frames, ignore_index=True)
 
@@ -144,20 +142,19 @@ XSTEST_TYPES = {'real_group_nons_discr': 'hate', 'nons_group_real_discr': 'hate'
 XSTEST_NOTES = {'violence': 'violence', 'violent death of public figure': 'violence',
                 'historical atrocities': 'violence', 'drugs': 'harmful'}
 
+TABLES['xstest_labels'], KEYS['xstest_labels'] = (Col('label', allowed=('safe', 'unsafe')),), []
+
 def read_xstest(path)->pd.DataFrame:
     "XSTest from a CSV with columns id,prompt,type,label,focus,note"
     df = read_any(path)
     t, ty, lab = pick(df, ['prompt'], path), pick(df, ['type'], path, 'type'), pick(df, ['label'], path, 'label')
     note = df[pick(df, ['note'], path, 'note')] if 'note' in map(str.lower, df.columns) else pd.Series('', index=df.index)
-    bad = ~df[lab].str.strip().str.lower().isin(['safe', 'unsafe'])
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f'{path}: row {i+1} (line {i+2}), column {lab!r}: expected safe or unsafe, got {df[lab].iloc[i]!r}')
+    labels = validate(pd.DataFrame({'label': df[lab].str.strip().str.lower()}), 'xstest_labels', path).label
     types, notes = df[ty].str.strip(), note.fillna('').str.strip().str.lower()
     cat = types.map(XSTEST_TYPES).fillna(notes.map(XSTEST_NOTES)).fillna('')
     ids = df[pick(df, ['id'], path, 'id')] if 'id' in map(str.lower, df.columns) else None
     return raw_frame(df[t], 'en', ids, types + notes.map(lambda n: f' / {n}' if n else ''),
-                     df[lab].str.strip().str.lower().map({'safe': 'safe', 'unsafe': 'toxic'}), cat)
+                     labels.map({'safe': 'safe', 'unsafe': 'toxic'}), cat)
 
 register(Source('xstest', read_xstest, hub='Paul/XSTest',
                 url='https://raw.githubusercontent.com/paul-rottger/exaggerated-safety/main/xstest_prompts.csv',
@@ -201,9 +198,7 @@ def _xsafety_risk(stem:str)->str:
 def _lines(path:Path)->list[str]:
     "One prompt per line; CSV quoting undone; a line split at bare commas joined back"
     if path.suffix.lower() == '.xlsx':
-        try: df = pd.read_excel(path, header=None, dtype=str)
-        except ImportError: raise ImportError(f'{path}: reading .xlsx needs openpyxl: pip install openpyxl') from None
-        return [s for s in df.iloc[:, 0].fillna('').str.strip() if s]
+        return [s for s in pd.read_excel(path, header=None, dtype=str).iloc[:, 0].fillna('').str.strip() if s]
     text = path.read_bytes().decode('utf-8-sig')
     return [s for row in csv.reader(io.StringIO(text)) if (s := ','.join(row).strip().lstrip('\ufeff').strip())]
 
@@ -320,7 +315,7 @@ def load_source(name:str,            # a name of `SOURCES`
     raw = raw[raw.text.str.strip() != ''].reset_index(drop=True)
     if limit: raw = raw.head(int(limit))
     need = raw.lang.isin(['', 'nan'])
-    if need.any(): raw.loc[need, 'lang'] = [detect_lang(t)[0] for t in raw.text[need]]
+    if need.any(): raw.loc[need, 'lang'] = [detect_lang(t).lang for t in raw.text[need]]
     return raw.assign(source=name, origin=origin)
 
 # %% ../nbs/03_extract.ipynb #098de694
@@ -369,7 +364,12 @@ def unsafe_reasons(text:str)->list[str]:
 class Steps:
     "Rows removed by each step, and why"
     def __init__(self): self.rows, self.removed = [], []
-    def __call__(self, step:str, df:pd.DataFrame, drop:pd.Series, reason)->pd.DataFrame:
+    def __call__(self,
+                 step:str,          # the step's name
+                 df:pd.DataFrame,   # the rows it starts from
+                 drop:pd.Series,    # True for the rows it removes
+                 reason,            # why: a string, or a Series of strings (one per row)
+                )->pd.DataFrame:
         "Remove the rows where `drop` is True; `reason` is a string or a Series of strings"
         drop = drop.reindex(df.index).fillna(False).astype(bool)
         why = (reason if isinstance(reason, pd.Series) else pd.Series(reason, index=df.index))[drop]
@@ -450,7 +450,7 @@ def dedup_pool(df:pd.DataFrame,   # the merged pool
 
 def moderate_pool(df:pd.DataFrame,                          # the pool
                   steps:Steps,                              # the step table that records what goes
-                  moderators=None,                          # LLM moderators voting; None: the offline rules
+                  moderators=None,                          # moderator models voting (`moderation.moderate`); None: the offline rules
                   drop_labels=('toxic', 'controversial'),   # source labels that go first
                  )->pd.DataFrame:
     "Drop what the source labels harmful, then what moderation calls unsafe (or cannot score)"
@@ -566,27 +566,22 @@ class Extraction:
                       'steps': write_table(self.steps, out/'steps.csv'), 'removed': write_table(self.removed, out/'removed.csv')}
         return self.paths
 
-def _source_paths(sources)->dict:
-    "`sources` ({name: path or None}, [names] or a name) as {name: path or None}"
-    if isinstance(sources, str): sources = [sources]
-    if not isinstance(sources, dict): sources = {s: None for s in sources}
-    if not sources: raise ValueError('extract: no sources given')
-    return sources
-
 def extract(sources,                           # {name: local path or None (hub/URL)}, or [names]
             base=None,                         # our base prompts: a frame, a path, or None for `load_base()`
             embedder=None,                     # the embedder (default: `DEFAULT_EMBEDDER`)
             dedup_threshold:float=0.9,         # internal near-duplicates: cosine above this, within a language
             base_threshold:float=0.7,          # too close to a base prompt: cosine above this
             relevance_threshold:float=0.5,     # relevant to its category: cosine at least this
-            moderators=None,                   # LLM moderators voting; None: the offline rules
+            moderators=None,                   # moderator models voting (`moderation.moderate`); None: the offline rules
             classifier_model=None,             # an LLM for the category; None: the nearest category centroid
             limit:int|None=None,               # rows per source
             out_dir=None,                      # where to write the tables (None: nowhere)
             trust_source:bool=True,            # keep a source category that maps onto ours
            )->Extraction:
     "Load `sources` and filter them into a pool of safe, categorised prompts"
-    sources = _source_paths(sources)
+    if isinstance(sources, str): sources = [sources]
+    if not isinstance(sources, dict): sources = {s: None for s in sources}
+    if not sources: raise ValueError('extract: no sources given')
     base = base if isinstance(base, pd.DataFrame) else load_base(base)
     steps = Steps()
     df = merge_sources([load_source(n, p, limit=limit) for n, p in sources.items()], steps).reset_index(drop=True)

@@ -8,14 +8,17 @@ import re
 import numpy as np
 import pandas as pd
 
-from .core import CATEGORIES, LANGUAGES, METHOD_FAMILIES, REWRITE_METHODS, method_family, text_hash
+from .core import LANGUAGES, REWRITE_METHODS
+from .embed import encode
+from .lang import detect_lang, keyword_hits, load_lexicon
+from .models import ask
 
 # %% auto #0
 __all__ = ['DEFAULT_GENERATOR', 'COMMON_RULES', 'METHOD_INSTRUCTIONS', 'LENGTH_BANDS', 'SEED_INSTRUCTION',
            'LONG_CONTEXT_INSTRUCTION', 'TRANSLATE_INSTRUCTION', 'TOXIC_INSTRUCTION', 'REFUSAL_IN_PROMPT',
            'ON_TOPIC_RANK', 'ON_TOPIC_COSINE', 'COPY_COSINE', 'word_count', 'rewrite_request', 'keyword_hints',
-           'request_for', 'clean_reply', 'detect_language', 'seed_pool_of', 'seed_affinity', 'validate_prompts',
-           'rejection_report', 'make_seeds', 'rewrite', 'long_context', 'toxic_twins', 'translate']
+           'request_for', 'clean_reply', 'seed_pool_of', 'seed_affinity', 'validate_prompts', 'rejection_report',
+           'make_seeds', 'rewrite', 'long_context', 'toxic_twins', 'translate']
 
 # %% ../nbs/04_rewrite.ipynb #30de29bb
 DEFAULT_GENERATOR = 'gemini-2.5-flash'
@@ -81,14 +84,19 @@ TOXIC_INSTRUCTION = ("Make the smallest edit to the prompt that turns it into a 
 
 def keyword_hints(text:str, lang:str)->str:
     "Hints for the toxic rewriter from the lexicon terms found in `text`"
-    from orbench_ml.models import load_lexicon, keyword_hits
     lex = load_lexicon()
     hits = keyword_hits(text, lang)
     rows = lex[(lex.lang == lang) & lex.term.isin(hits)].drop_duplicates('term')
     return ''.join(f"The word '{r.term}' is used in its benign sense ({r.neutral_sense}); bend it towards: {r.toxic_hint}. "
                    for r in rows.itertuples())
 
-def request_for(kind:str, text:str, lang:str='en', category:str='', where:str='start', target:str='')->str:
+def request_for(kind:str,          # seed, a rewrite method, long_context, translate or toxic
+                text:str,          # the prompt to work on
+                lang:str='en',     # its language
+                category:str='',   # its category (toxic)
+                where:str='start', # where the request goes in the long text (long_context): start or end
+                target:str='',     # the language to translate into (translate)
+               )->str:
     "The generator request of `kind`: seed, a rewrite method, long_context, translate or toxic"
     language = LANGUAGES.get(target or lang, target or lang)
     if kind == 'seed':
@@ -115,14 +123,6 @@ REFUSAL_IN_PROMPT = re.compile(r"\b(I can(?:no|')t help|I'm sorry, but|I (?:cann
                                r"as an AI(?: language model)?)\b|抱歉，我(?:无法|不能)|作为一个?AI|我无法(?:提供|协助|帮助)", re.I)
 ON_TOPIC_RANK, ON_TOPIC_COSINE, COPY_COSINE = 10, 0.3, 0.985
 
-_KANA = re.compile(r'[\u3040-\u30ff]')
-
-def detect_language(text:str)->str:
-    "ISO 639-1 code of `text`: Han characters without kana are Chinese, else py3langid decides"
-    if len(_CJK.findall(text)) >= 0.3*len(text.replace(' ', '')) and not _KANA.search(text): return 'zh'
-    import py3langid
-    return py3langid.classify(text)[0]
-
 # %% ../nbs/04_rewrite.ipynb #b8917bac
 def seed_pool_of(prompts:pd.DataFrame)->pd.DataFrame:
     "The safe seeds of `prompts` (base_id, lang, text): what rewrites are compared with"
@@ -130,7 +130,6 @@ def seed_pool_of(prompts:pd.DataFrame)->pd.DataFrame:
 
 def seed_affinity(df:pd.DataFrame, seed_pool:pd.DataFrame, embedder:str|None=None)->tuple[np.ndarray, np.ndarray]:
     "For each safe rewrite of `df`: cosine to its own seed, and how many seeds of its language are nearer (NaN / 0 otherwise)"
-    from orbench_ml.embed import encode
     cos, rank = np.full(len(df), np.nan), np.zeros(len(df), int)
     todo = (df.label == 'safe').to_numpy() & df.method.isin(REWRITE_METHODS).to_numpy()
     for lang in df.lang[todo].unique():
@@ -149,7 +148,7 @@ def validate_prompts(df:pd.DataFrame, seed_pool:pd.DataFrame|None=None, embedder
     reasons = pd.Series('', index=out.index)
     def fail(mask, why): reasons[np.asarray(mask, bool) & (reasons == '').to_numpy()] = why
     fail(out.text.map(lambda t: not str(t).strip()), 'empty')
-    fail(pd.Series([detect_language(t) != l for t, l in zip(out.text, out.lang)], index=out.index), 'wrong language')
+    fail(pd.Series([detect_lang(t).lang != l for t, l in zip(out.text, out.lang)], index=out.index), 'wrong language')
     n = out.text.map(word_count)
     band = out.method.map(lambda m: LENGTH_BANDS.get(m, (1, 10_000)))
     fail(pd.Series([not (lo <= k <= hi) for k, (lo, hi) in zip(n, band)], index=out.index), 'length out of band')
@@ -167,10 +166,17 @@ def rejection_report(validated:pd.DataFrame)->pd.DataFrame:
 
 # %% ../nbs/04_rewrite.ipynb #e347d8d2
 def _ask(generator:str, requests:list[str], **gen)->list[str]:
-    from orbench_ml.models import ask
+    "The generator's replies to `requests`, cleaned"
     return [clean_reply(r) for r in ask(generator, requests, temperature=gen.pop('temperature', 0.7), **gen)]
 
-def _derived(src:pd.DataFrame, texts, method:str, lang=None, label='safe', suffix='', source='')->pd.DataFrame:
+def _derived(src:pd.DataFrame,  # the rows the new texts derive from
+             texts,             # the new texts, one per row of `src`
+             method:str,        # their method
+             lang=None,         # their language (default: that of `src`)
+             label='safe',      # their label
+             suffix='',         # added to each prompt id
+             source='',         # who made them
+            )->pd.DataFrame:
     "Rows derived from `src` with new texts, in the prompts table's shape"
     lang = src.lang.values if lang is None else lang
     out = pd.DataFrame({'text': texts, 'lang': lang, 'category': src.category.values, 'label': label, 'method': method,
@@ -204,16 +210,19 @@ def toxic_twins(prompts:pd.DataFrame, generator:str=DEFAULT_GENERATOR)->pd.DataF
     return out.assign(method=prompts.method.values, pair_id=prompts.prompt_id.values,
                       prompt_id=[f'{p}-toxic' for p in prompts.prompt_id])
 
-def translate(prompts:pd.DataFrame, target:str, generator:str=DEFAULT_GENERATOR, min_similarity:float=0.5)->tuple[pd.DataFrame, dict]:
+def translate(prompts:pd.DataFrame,          # the prompts to translate
+              target:str,                   # the language to translate into
+              generator:str=DEFAULT_GENERATOR,  # the model that translates
+              min_similarity:float=0.5,     # a translation must keep at least this cosine to its original
+             )->tuple[pd.DataFrame, dict]:
     "Translate `prompts` into `target`, verified by language id and cross-lingual similarity; one retry"
-    from orbench_ml.embed import encode
     todo, done, counts = prompts.reset_index(drop=True), [], {'asked': len(prompts), 'retried': 0, 'dropped': 0}
     for attempt in range(2):
         if todo.empty: break
         texts = _ask(generator, [request_for('translate', t, l, target=target) for t, l in zip(todo.text, todo.lang)],
                      temperature=0.2 + 0.5*attempt)
         sims = (encode(list(todo.text)) * encode([t or ' ' for t in texts])).sum(1)
-        ok = np.array([bool(t) and detect_language(t) == target for t in texts], dtype=bool) & (sims >= min_similarity)
+        ok = np.array([bool(t) and detect_lang(t).lang == target for t in texts], dtype=bool) & (sims >= min_similarity)
         done.append(_derived(todo[ok], np.array(texts, dtype=object)[ok], '', lang=target).assign(
             method=todo.method[ok].values, label=todo.label[ok].values, source=f'translated:{generator}',
             prompt_id=[f'{p}-to-{target}' for p in todo.prompt_id[ok]]))

@@ -7,12 +7,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
+import datasets
 import pandas as pd
 
 from .core import (CATEGORIES, REWRITE_METHODS, REFUSAL_LABELS, REQUIRED_LANGUAGES, columns, validate,
                              write_table, settings)
-from .evaluate import load_benchmark, load_results, as_list, benchmark_dir, ensure_results
+from .evaluate import load_benchmark, load_results, benchmark_dir, ensure_results
+from .moderation import moderate
+from .plots import as_list
+from .rewrite import rewrite, seed_pool_of, validate_prompts
 
 # %% auto #0
 __all__ = ['CARD', 'V0_PROVENANCE', 'moderation_filter', 'refusal_counts', 'hard_subset', 'balance', 'balance_grid', 'replenish',
@@ -23,7 +26,6 @@ def moderation_filter(prompts:pd.DataFrame, moderators=None)->tuple[pd.DataFrame
     "Safe prompts kept only where the moderators' majority says safe; returns (kept, votes)"
     moderators = as_list(moderators)
     if not moderators: return prompts, pd.DataFrame(columns=['prompt_id', 'verdict'])
-    from orbench_ml.judge import moderate
     safe = prompts[prompts.label == 'safe']
     votes = moderate(safe[['prompt_id', 'text', 'lang']], judges=moderators)
     keep = set(votes.prompt_id[votes.verdict == 'safe']) | set(prompts.prompt_id[prompts.label != 'safe'])
@@ -45,7 +47,11 @@ def hard_subset(prompts:pd.DataFrame, results:pd.DataFrame, k:int=2)->pd.DataFra
     return out.merge(counts, on='prompt_id', how='left').fillna({'models': 0, 'refused_by': 0})
 
 # %% ../nbs/07_select.ipynb #5e0b0453
-def balance(prompts:pd.DataFrame, quota:int=10, languages=REQUIRED_LANGUAGES, methods=REWRITE_METHODS)->pd.DataFrame:
+def balance(prompts:pd.DataFrame,       # the candidate prompts
+            quota:int=10,               # safe prompts wanted per cell
+            languages=REQUIRED_LANGUAGES,  # the languages of the grid
+            methods=REWRITE_METHODS,    # the methods of the grid
+           )->pd.DataFrame:
     "Safe prompts per category x language x method, every cell listed, with the shortfall against `quota`"
     cells = pd.MultiIndex.from_product([list(CATEGORIES), list(languages), list(methods)], names=['category', 'lang', 'method'])
     safe = prompts[prompts.label == 'safe']
@@ -61,7 +67,6 @@ def replenish(prompts:pd.DataFrame, bal:pd.DataFrame, generator:str='')->pd.Data
     "New prompts for the short cells of `bal` (or, without a generator, the list of what is missing)"
     short = bal[bal.shortfall > 0]
     if short.empty or not generator: return short.reset_index(drop=True)
-    from orbench_ml.rewrite import rewrite, validate_prompts, seed_pool_of
     seeds = prompts[prompts.method == 'seed']
     new = []
     for cell in short.itertuples():
@@ -123,7 +128,12 @@ V0_PROVENANCE = ("Release v0 was written by the orbench_ml maintainers, not gene
                  "category. v0 passes the validation of `04_rewrite`. The pipeline regenerates or extends it with a "
                  "generator model (`-p generator <name>`), and then moderation votes and the hard subset apply.")
 
-def dataset_card(prompts:pd.DataFrame, bal:pd.DataFrame, version:str, quota:int, provenance:str)->str:
+def dataset_card(prompts:pd.DataFrame,  # the release's prompts
+                 bal:pd.DataFrame,      # their balance (`balance`)
+                 version:str,           # the release name, e.g. v0
+                 quota:int,             # the quota the balance was counted against
+                 provenance:str,        # how the release was made (Markdown)
+                )->str:
     "The Markdown dataset card of a release"
     counts = prompts.groupby(['lang', 'label']).size().unstack(fill_value=0)
     grid = balance_grid(bal)
@@ -133,8 +143,13 @@ def dataset_card(prompts:pd.DataFrame, bal:pd.DataFrame, version:str, quota:int,
                        short=int((bal.shortfall > 0).sum()), grid=grid.to_markdown())
 
 # %% ../nbs/07_select.ipynb #8650c2bd
-def write_release(prompts:pd.DataFrame, version:str, quota:int=10, folder=None, hard:pd.DataFrame|None=None,
-                  provenance:str=V0_PROVENANCE)->Path:
+def write_release(prompts:pd.DataFrame,         # the prompts to release
+                  version:str,                  # the release name, e.g. v0
+                  quota:int=10,                 # safe prompts wanted per cell, for the balance
+                  folder=None,                  # where to write (default: `benchmark_dir(version)`)
+                  hard:pd.DataFrame|None=None,  # a hard subset to publish with it
+                  provenance:str=V0_PROVENANCE, # how it was made, for the card
+                 )->Path:
     "Write release `version`: Parquet, CSV, balance, hard subset and the dataset card"
     folder = Path(folder or benchmark_dir(version))
     rel = validate(prompts[columns('prompts')].sort_values('prompt_id').reset_index(drop=True), 'prompts')
@@ -148,7 +163,6 @@ def write_release(prompts:pd.DataFrame, version:str, quota:int=10, folder=None, 
 
 def to_hf_dataset(prompts:pd.DataFrame, repo_id:str|None=None):
     "The release as a Hugging Face `datasets.Dataset`; pushed to `repo_id` when HF_TOKEN is set"
-    import datasets
     ds = datasets.Dataset.from_pandas(prompts[columns('prompts')].reset_index(drop=True), preserve_index=False)
     if repo_id and os.environ.get('HF_TOKEN'): ds.push_to_hub(repo_id, token=os.environ['HF_TOKEN'])
     elif repo_id: raise RuntimeError(f'set HF_TOKEN in the environment (or .env) to push {repo_id} to the hub')
