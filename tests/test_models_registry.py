@@ -7,7 +7,6 @@ import pytest
 
 from fault_server import FaultServer
 from orbench_ml.core import TableError
-from orbench_ml.lang import load_lexicon
 from orbench_ml.models import resolve, register, is_baseline, ModelUnavailable, api_keys, BASELINE_REPLIES, KEY_ENVS
 from orbench_ml.runner import run_batch, ask
 
@@ -118,13 +117,6 @@ def test_runs_inside_a_running_event_loop(server):
     async def notebook_cell():                  # like Jupyter: a loop is already running in this thread
         return ask(f'openai-compatible:m@{server.url}/v1', ['from a running loop'], cache=False)
     assert asyncio.run(notebook_cell()) == ['Reply to: from a running loop']
-
-def test_bad_lexicon_is_named(tmp_path):
-    p = tmp_path/'lexicon.csv'
-    p.write_text('term,lang,category,neutral_sense,toxic_hint\nkill,en,violence,kill a process,kill a person\n'
-                 'stab,en,violense,stab a potato,stab a person\n')
-    with pytest.raises(TableError, match=r"row 2 \(line 3\), column 'category': unknown value 'violense'"):
-        load_lexicon(p)
 
 def test_keyword_baseline_table():
     prompts = pd.DataFrame(dict(prompt_id=['a', 'b', 'c', 'd'], lang=['en', 'zh', 'zh', 'en'],
