@@ -17,7 +17,7 @@ from fastcore.basics import patch
 from google import genai
 from google.genai import types as genai_types
 
-from .core import settings, read_table
+from .core import settings, read_table, columns
 from .lang import data_file, detect_lang, keyword_hits
 # llama_cpp (the optional [gguf] extra) is imported only where a GGUF model is loaded: it may not be installed
 
@@ -128,7 +128,7 @@ class ModelSpec:
 # %% ../nbs/01_models.ipynb #0b5ebd31
 @lru_cache(maxsize=8)
 def _registry_cached(paths:tuple, mtimes:tuple)->pd.DataFrame:
-    tables = [read_table(p, 'models') for p in paths]
+    tables = [read_table(p, 'models') for p in paths] or [pd.DataFrame(columns=columns('models'))]
     return pd.concat(tables).drop_duplicates('name', keep='last').set_index('name', drop=False)
 
 def _registry_table()->pd.DataFrame:
@@ -271,7 +271,7 @@ def _outcome(text, finish:str, why:str|None=None)->tuple:
     return text, finish, None
 
 # %% ../nbs/01_models.ipynb #b5ad3962
-_hx = sys.modules[openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split('.')[0]]   # the httpx the SDK is built on
+_hx = sys.modules[openai.DefaultAsyncHttpxClient.__mro__[1].__module__.split('.')[0]]   # the httpx the SDK is built on (httpx2, a fork, from openai 3)
 
 def http_status(e:BaseException)->int|None:
     "The HTTP status of a failed request, when the SDK's exception carries one"

@@ -15,8 +15,9 @@ from fastcore.basics import patch
 from tqdm.auto import tqdm
 
 from .core import settings, text_hash, validate, columns
-from .models import (BACKENDS, ModelSpec, Reply, ModelUnavailable, MalformedReply, resolve, redact, http_status,
-                               keyword_baseline_reply, log)
+from orbench_ml.models import (
+    BACKENDS, ModelSpec, Reply, ModelUnavailable, MalformedReply, resolve, redact, http_status, keyword_baseline_reply,
+    log)   # the models logger: its filter redacts keys from every line the runner logs
 
 # %% auto #0
 __all__ = ['CACHEABLE', 'SYSTEM_PROMPT', 'ReplyCache', 'cache_key', 'is_transient', 'retry_after', 'backoff_delay', 'RunStats',
@@ -335,7 +336,8 @@ def _responses(df:pd.DataFrame,      # the prompts (prompt_id, text)
                validate_table:bool    # check the table against core's `responses` schema
               )->pd.DataFrame:
     "The responses table: the ids, then one reply per row; the run's counters in `.attrs['run']`"
-    out = pd.DataFrame([asdict(r) for r in replies], columns=[c for c in columns('responses') if c not in ('prompt_id', 'model')])
+    out = pd.DataFrame([vars(r) for r in replies],   # a Reply is flat: no need for asdict's deep copy (10 µs a row)
+                       columns=[c for c in columns('responses') if c not in ('prompt_id', 'model')])
     out.insert(0, 'model', spec.name); out.insert(0, 'prompt_id', df.prompt_id.astype(str).values)
     out = out[columns('responses')]
     if validate_table and out.prompt_id.is_unique: out = validate(out, 'responses')
