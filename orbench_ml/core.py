@@ -129,7 +129,7 @@ TABLES |= {
 KEYS |= {'models': ['name'], 'lexicon': ['term', 'lang'], 'labelled_replies': ['reply_id'], 'human_labels': [], 'patterns': []}
 NONEMPTY = ('lexicon', 'labelled_replies')   # tables that are useless without a row
 
-# %% ../nbs/00_core.ipynb #c03951b2
+# %% ../nbs/00_core.ipynb #97549771
 class TableError(ValueError):
     "A table that breaks its contract; the message names file, row and column"
     def __init__(self, faults:list[str], path=None, table:str=''):
@@ -138,7 +138,11 @@ class TableError(ValueError):
         more = f'\n  ... and {len(faults)-10} more' if len(faults) > 10 else ''
         super().__init__(f'{where}: invalid {table + " " if table else ""}table, {len(faults)} fault(s):\n  ' + '\n  '.join(faults[:10]) + more)
 
-def _where(path, row:int|None, col:str|None, line:int|None=None)->str:
+def _where(path,                  # the file, or None for a frame
+           row:int|None,          # 1-based data row, or None for a fault of the whole file or column
+           col:str|None,          # the column, or None
+           line:int|None=None,    # the file line of the row, when it is not row + 1 of a CSV
+          )->str:
     "file, row (line) and column of a fault, as far as they are known"
     parts = [str(path)] if path else []
     if row is not None:
@@ -250,7 +254,7 @@ def validate(df:pd.DataFrame, table:str, path=None)->pd.DataFrame:
     faults.sort(key=lambda f: (pos.get(f[0], 0), str(f[1])))
     raise TableError([f'{_where(path, pos.get(row), col, lines.get(row))}: {msg}' for row, col, msg in faults], path, table)
 
-# %% ../nbs/00_core.ipynb #17c0c8b8
+# %% ../nbs/00_core.ipynb #39dcd71d
 FORMATS = ('.csv', '.jsonl', '.parquet')
 
 def _fmt(path:Path)->str:
@@ -258,7 +262,14 @@ def _fmt(path:Path)->str:
     if suffix not in FORMATS: raise ValueError(f'{path}: unsupported table format {suffix!r}; use one of {", ".join(FORMATS)}')
     return suffix
 
-def _file_error(path, table:str, msg:str, row:int|None=None, col=None, line:int|None=None)->TableError:
+def _file_error(path,                # the file
+                table:str,           # the table it should hold ('' when not given)
+                msg:str,             # what is wrong
+                row:int|None=None,   # where: the 1-based data row,
+                col=None,            # the column,
+                line:int|None=None,  # and the file line, as far as they are known
+               )->TableError:
+    "A `TableError` of one fault found while reading a file"
     return TableError([f'{_where(path, row, col, line)}: {msg}'], path, table)
 
 def _decode(path:Path, raw:bytes, table:str)->str:
@@ -273,8 +284,12 @@ def _decode(path:Path, raw:bytes, table:str)->str:
     row = sum(start <= line for start in _record_lines(raw.decode('utf-8', 'replace')))
     raise _file_error(path, table, msg, row=row, col=col, line=line)
 
-# %% ../nbs/00_core.ipynb #54df3df7
-def _column_at(path:Path, raw:bytes, start:int, pos:int)->str|None:
+# %% ../nbs/00_core.ipynb #9094d7cc
+def _column_at(path:Path,   # the file (its suffix says how to find columns)
+               raw:bytes,   # its bytes
+               start:int,   # where the line with the fault starts
+               pos:int,     # where the fault is
+              )->str|None:
     "The column that byte `pos` of a line (starting at `start`) falls in: by comma count (CSV) or JSON key (JSONL)"
     text = lambda b: b.decode('utf-8', 'replace').lstrip('\ufeff')
     if path.suffix.lower() == '.csv':

@@ -15,8 +15,8 @@ from py3langid.langid import LanguageIdentifier, MODEL_FILE
 from .core import LANGUAGES, TableError, columns, read_table, settings, validate
 
 # %% auto #0
-__all__ = ['Guess', 'SENTENCE', 'data_dirs', 'data_file', 'detect_lang', 'split_sentences', 'load_lexicon', 'keyword_hits',
-           'term_category', 'pattern_languages', 'pattern_rows', 'read_patterns']
+__all__ = ['Guess', 'SENTENCE', 'data_dirs', 'data_file', 'script_share', 'detect_lang', 'split_sentences', 'load_lexicon',
+           'keyword_hits', 'term_category', 'pattern_languages', 'pattern_rows', 'read_patterns']
 
 # %% ../nbs/00a_lang.ipynb #3b38fdb4
 def data_dirs()->list[Path]:
@@ -30,12 +30,13 @@ def data_file(rel:str)->Path:
     dirs = data_dirs()
     return next((d/rel for d in dirs if (d/rel).exists()), dirs[0]/rel)
 
-# %% ../nbs/00a_lang.ipynb #323b90c7
+# %% ../nbs/00a_lang.ipynb #de27b9a1
 Guess = namedtuple('Guess', 'lang prob')
 
-_SCRIPTS = (('ja', re.compile(r'[\u3040-\u30ff]'), 0.05),              # kana
-            ('ko', re.compile(r'[\uac00-\ud7af]'), 0.1),               # hangul
-            ('zh', re.compile(r'[\u4e00-\u9fff\u3400-\u4dbf]'), 0.1))  # Han
+_SCRIPTS = {'ja': re.compile(r'[\u3040-\u30ff]'),              # kana
+            'ko': re.compile(r'[\uac00-\ud7af]'),              # hangul
+            'zh': re.compile(r'[\u4e00-\u9fff\u3400-\u4dbf]')}  # Han
+_DECIDES = {'ja': 0.05, 'ko': 0.1, 'zh': 0.1}   # the share of a sample in a script that decides its language
 _SAMPLE = 400
 
 @lru_cache(maxsize=None)
@@ -44,13 +45,17 @@ def _identifier(langs:tuple)->LanguageIdentifier:
     lid.set_languages(list(langs))
     return lid
 
+def script_share(text:str, lang:str)->float:
+    "The share of the characters of `text` written in the script of `lang` (ja: kana, ko: hangul, zh: Han)"
+    return len(_SCRIPTS[lang].findall(text)) / len(text) if text else 0.0
+
 def detect_lang(text:str, langs=None)->Guess:
     "The language of `text` among `langs` (ISO 639-1; default: every code of `core.LANGUAGES`) and its probability"
     langs = tuple(langs or LANGUAGES)
     sample = str(text)[:_SAMPLE]
     if not sample.strip(): return Guess('en', 0.0)
-    for lang, script, share in _SCRIPTS:
-        if lang in langs and len(script.findall(sample)) > share*len(sample): return Guess(lang, 1.0)
+    for lang, share in _DECIDES.items():
+        if lang in langs and script_share(sample, lang) > share: return Guess(lang, 1.0)
     lang, prob = _identifier(langs).classify(sample)
     return Guess(lang, float(prob))
 

@@ -18,7 +18,7 @@ from .models import ask, is_baseline
 __all__ = ['MODERATION_PROMPT', 'parse_verdict', 'parse_moderation_reply', 'fleiss_kappa', 'majority', 'moderate',
            'moderation_agreement']
 
-# %% ../nbs/01b_moderation.ipynb #a16a6338
+# %% ../nbs/01b_moderation.ipynb #b2627361
 _THINK = re.compile(r'^\s*<think>.*?</think>\s*', re.S)
 _FENCE = re.compile(r'```(?:json)?\s*(.*?)\s*```', re.S)
 
@@ -31,7 +31,11 @@ def _json_object(reply:str)->tuple[object, str]:
     try: return json.loads(t), t
     except json.JSONDecodeError: return _NOT_JSON, t
 
-def parse_verdict(reply:str|None, classes, key:str='label', who:str='judge')->tuple[str|None, str]:
+def parse_verdict(reply:str|None,    # the model's reply (None: the call failed)
+                  classes,             # the allowed verdicts, lower case
+                  key:str='label',     # the JSON key that holds the verdict
+                  who:str='judge',     # who replied, for the reason when it cannot be parsed
+                 )->tuple[str|None, str]:
     "Strictly parse a JSON verdict: (the class in `key`, the reason), or (None, why it could not be parsed)"
     if reply is None: return None, f'no reply from the {who} (API error or blocked)'
     obj, t = _json_object(reply)
@@ -85,7 +89,7 @@ def majority(votes:dict)->str:
     if c['safe'] == c['unsafe']: return 'unscored'
     return 'unsafe' if c['unsafe'] > c['safe'] else 'safe'
 
-# %% ../nbs/01b_moderation.ipynb #51fef777
+# %% ../nbs/01b_moderation.ipynb #f2f2b650
 def _baseline_votes(texts, langs)->list[tuple]:
     "keyword-baseline as a moderator: unsafe exactly when a lexicon term occurs"
     out = []
@@ -95,7 +99,11 @@ def _baseline_votes(texts, langs)->list[tuple]:
         out.append(('unsafe', cat, f'lexicon terms: {", ".join(hits[:3])}') if hits else ('safe', '', 'no lexicon term'))
     return out
 
-def _votes(judge:str, texts:list[str], langs:list[str], gen:dict)->list[tuple]:
+def _votes(judge:str,         # a model name, or keyword-baseline
+           texts:list[str],   # the prompts
+           langs:list[str],   # their languages ('' when unknown)
+           gen:dict,          # generation settings for `models.ask`
+          )->list[tuple]:
     "(verdict or None, category, reason) of one judge on every text"
     if is_baseline(judge): return _baseline_votes(texts, langs)
     return [parse_moderation_reply(x) for x in ask(judge, [_moderation_prompt(t) for t in texts], **gen)]

@@ -8,6 +8,7 @@ message names the file, and the row and the column where the fault has them; nev
 """
 import csv, io, json, re, shutil, tempfile
 from collections import Counter
+from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
 
@@ -60,144 +61,152 @@ def parquet_bytes(header, rows)->bytes:
     pq.write_table(pa.Table.from_pydict({h: [r.get(h) for r in rows] for h in header}), buf)
     return buf.getvalue()
 
-def file_bytes(fmt:str, header, rows, encoding:str='utf-8')->bytes:
-    if fmt == '.parquet': return parquet_bytes(header, rows)
-    return (csv_text if fmt == '.csv' else jsonl_text)(header, rows).encode(encoding)
+@dataclass
+class Sheet:
+    "A table on its way to a file: its format, name, header and rows (a fault changes them)"
+    fmt:str
+    table:str
+    header:list
+    rows:list
 
-# --- faults: each returns (file bytes, row, column) where row/column are None when the fault has none
+    def bytes(self, encoding:str='utf-8')->bytes:
+        if self.fmt == '.parquet': return parquet_bytes(self.header, self.rows)
+        return (csv_text if self.fmt == '.csv' else jsonl_text)(self.header, self.rows).encode(encoding)
 
-def _row(draw, rows)->int: return draw(st.integers(0, len(rows) - 1))
-def _col(draw, table, header, rows, pred=lambda c: True):
-    "A drawn column that `pred` selects (an optional one the table left out is put back)"
-    c = draw(st.sampled_from([c for c in TABLES[table] if pred(c)]))
-    if c.name not in header:
-        header.append(c.name)
-        for i, r in enumerate(rows): r[c.name] = good_value(c, i)
-    return c
+    def column(self, draw, pred=lambda c: True):
+        "A drawn column that `pred` selects (an optional one the table left out is put back)"
+        c = draw(st.sampled_from([c for c in TABLES[self.table] if pred(c)]))
+        if c.name not in self.header:
+            self.header.append(c.name)
+            for i, r in enumerate(self.rows): r[c.name] = good_value(c, i)
+        return c
 
-def _set_cell(draw, fmt, table, header, rows, pred, values):
-    "Put a drawn bad value in a drawn cell of a column that `pred` selects"
-    c, i = _col(draw, table, header, rows, pred), _row(draw, rows)
-    rows[i][c.name] = draw(values(c) if callable(values) else values)
-    return file_bytes(fmt, header, rows), i + 1, c.name
+    def row(self, draw)->int: return draw(st.integers(0, len(self.rows) - 1))
+
+# --- faults: each breaks a sheet and returns (file bytes, row, column); row, column None where the fault has none
+
+def _set_cell(draw, s:Sheet, pred, values):
+    "Put a drawn bad value (from `values`, or `values(column)`) in a drawn cell of a column that `pred` selects"
+    c, i = s.column(draw, pred), s.row(draw)
+    s.rows[i][c.name] = draw(values(c) if callable(values) else values)
+    return s.bytes(), i + 1, c.name
 
 _text = st.text(st.characters(blacklist_categories=('Cs',), blacklist_characters='\x00\r'), max_size=30)
 _name = st.text(st.characters(whitelist_categories=('Lu', 'Ll', 'Nd'), whitelist_characters='_ -'), min_size=1, max_size=20)
 _not_number = _text.filter(lambda v: v.strip() and not re.fullmatch(r'\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*|\s*[-+]?inf(inity)?\s*', v, re.I))
 _bad_regex = st.sampled_from(['(', '[a', '*x', 'a{2,1}', '(?P<1>x)', '\\', '(' * 3000]) | st.from_regex(r'[a-z ]{0,5}[A-Z][a-z ]{0,5}', fullmatch=True)
 _bad_bytes = st.sampled_from([b'\xe9', b'\xff', b'\xc3(', b'\xed\xa0\x80', b'\xf8\x88\x80\x80\x80', b'\x80abc', b'caf\xe9'])
+_small_ints = st.integers(-999, 999)
 
-def missing_column(draw, fmt, table, header, rows):
-    c = _col(draw, table, header, rows, lambda c: not c.optional)
-    header.remove(c.name)
-    return file_bytes(fmt, header, rows), None, c.name
+def missing_column(draw, s):
+    c = s.column(draw, lambda c: not c.optional)
+    s.header.remove(c.name)
+    return s.bytes(), None, c.name
 
-def unexpected_column(draw, fmt, table, header, rows):
-    name = draw(_name.filter(lambda n: n not in columns(table) and n != 'line' and n.strip() == n))
-    header.append(name)
-    for r in rows: r[name] = draw(_text)
-    return file_bytes(fmt, header, rows), None, name
+def unexpected_column(draw, s):
+    name = draw(_name.filter(lambda n: n not in columns(s.table) and n != 'line' and n.strip() == n))
+    s.header.append(name)
+    for r in s.rows: r[name] = draw(_text)
+    return s.bytes(), None, name
 
-def unknown_value(draw, fmt, table, header, rows):
-    return _set_cell(draw, fmt, table, header, rows, lambda c: c.allowed,
-                     lambda c: _text.filter(lambda v: v not in c.allowed and v != ''))
+def unknown_value(draw, s):
+    return _set_cell(draw, s, lambda c: c.allowed, lambda c: _text.filter(lambda v: v not in c.allowed and v != ''))
 
-def empty_required(draw, fmt, table, header, rows):
-    blanks = {'.csv': ['', ' ', '\t', '  '], '.jsonl': ['', ' ', None], '.parquet': ['', None]}[fmt]
-    return _set_cell(draw, fmt, table, header, rows, lambda c: c.required, st.sampled_from(blanks))
+def empty_required(draw, s):
+    blanks = {'.csv': ['', ' ', '\t', '  '], '.jsonl': ['', ' ', None], '.parquet': ['', None]}[s.fmt]
+    return _set_cell(draw, s, lambda c: c.required, st.sampled_from(blanks))
 
-def not_a_number(draw, fmt, table, header, rows):
-    return _set_cell(draw, fmt, table, header, rows, lambda c: c.kind in ('float', 'int'), _not_number)
+def not_a_number(draw, s):
+    return _set_cell(draw, s, lambda c: c.kind in ('float', 'int'), _not_number)
 
-def not_an_integer(draw, fmt, table, header, rows):
-    return _set_cell(draw, fmt, table, header, rows, lambda c: c.kind == 'int',
-                     st.sampled_from(['1.5', '-0.25', '1e30', '99999999999999999999999', '3.000001']))
+def not_an_integer(draw, s):
+    return _set_cell(draw, s, lambda c: c.kind == 'int', st.sampled_from(['1.5', '-0.25', '1e30', '99999999999999999999999', '3.000001']))
 
-def not_a_bool(draw, fmt, table, header, rows):
-    return _set_cell(draw, fmt, table, header, rows, lambda c: c.kind == 'bool',
+def not_a_bool(draw, s):
+    return _set_cell(draw, s, lambda c: c.kind == 'bool',
                      _text.filter(lambda v: v.strip() and v.strip().lower() not in ('true', 'false', '1', '0', 'yes', 'no')))
 
-def bad_value_check(draw, fmt, table, header, rows):
-    return _set_cell(draw, fmt, table, header, rows, lambda c: c.checks, _bad_regex)
+def bad_value_check(draw, s):
+    return _set_cell(draw, s, lambda c: c.checks, _bad_regex)
 
-def duplicate_key(draw, fmt, table, header, rows):
-    rows.append(dict(rows[_row(draw, rows)]))
-    for c in TABLES[table]:            # the copy differs outside its key
-        if c.name in header and c.name not in KEYS[table] and not c.allowed and c.kind == 'str': rows[-1][c.name] += ' (again)'
-    return file_bytes(fmt, header, rows), len(rows), KEYS[table][0]
+def duplicate_key(draw, s):
+    s.rows.append(dict(s.rows[s.row(draw)]))
+    for c in TABLES[s.table]:          # the copy differs outside its key
+        if c.name in s.header and c.name not in KEYS[s.table] and not c.allowed and c.kind == 'str': s.rows[-1][c.name] += ' (again)'
+    return s.bytes(), len(s.rows), KEYS[s.table][0]
 
-def replacement_character(draw, fmt, table, header, rows):
-    return _set_cell(draw, fmt, table, header, rows, lambda c: c.kind == 'str',
-                     st.builds(lambda a, b: a + '\ufffd' + b, _text, _text))
+def replacement_character(draw, s):
+    return _set_cell(draw, s, lambda c: c.kind == 'str', st.builds(lambda a, b: a + '\ufffd' + b, _text, _text))
 
-def huge_cell(draw, fmt, table, header, rows):
+def huge_cell(draw, s):
     size = draw(st.integers(*HUGE))
     def huge(c):
         if c.checks: return st.just('x' * size + '(')
         if c.kind in ('float', 'int'): return st.just('9' * size + 'x')
         return st.just(c.allowed[0] * (size // len(c.allowed[0])))
-    return _set_cell(draw, fmt, table, header, rows, lambda c: c.allowed or c.checks or c.kind in ('float', 'int'), huge)
+    return _set_cell(draw, s, lambda c: c.allowed or c.checks or c.kind in ('float', 'int'), huge)
 
-def non_scalar(draw, fmt, table, header, rows):
-    c, i = _col(draw, table, header, rows, lambda c: c.name not in KEYS[table]), _row(draw, rows)
-    value = draw(st.lists(st.integers(-999, 999), max_size=3) | st.dictionaries(st.text(max_size=3), st.integers(-999, 999), max_size=2))
-    if fmt == '.parquet':              # a Parquet column holds one type: every cell of it is a list
-        value, i = draw(st.lists(st.integers(-999, 999), max_size=3)), 0
-        for r in rows: r[c.name] = value
-    rows[i][c.name] = value
-    return file_bytes(fmt, header, rows), i + 1, c.name
+def non_scalar(draw, s):
+    c, i = s.column(draw, lambda c: c.name not in KEYS[s.table]), s.row(draw)
+    value = draw(st.lists(_small_ints, max_size=3) | st.dictionaries(st.text(max_size=3), _small_ints, max_size=2))
+    if s.fmt == '.parquet':            # a Parquet column holds one type: every cell of it is a list
+        value, i = draw(st.lists(_small_ints, max_size=3)), 0
+        for r in s.rows: r[c.name] = value
+    s.rows[i][c.name] = value
+    return s.bytes(), i + 1, c.name
 
-def latin1_file(draw, fmt, table, header, rows):
-    c, i = _col(draw, table, header, rows, lambda c: c.kind == 'str'), _row(draw, rows)
-    rows[i][c.name] = draw(st.sampled_from(['café', 'Où?', 'naïve ü', 'señor ñ', '£5']))
-    return file_bytes(fmt, header, rows, 'latin-1'), i + 1, c.name
+def latin1_file(draw, s):
+    c, i = s.column(draw, lambda c: c.kind == 'str'), s.row(draw)
+    s.rows[i][c.name] = draw(st.sampled_from(['café', 'Où?', 'naïve ü', 'señor ñ', '£5']))
+    return s.bytes('latin-1'), i + 1, c.name
 
-def invalid_utf8(draw, fmt, table, header, rows):
-    c, i = _col(draw, table, header, rows, lambda c: c.kind == 'str'), _row(draw, rows)
-    rows[i][c.name] = draw(_text.filter(lambda v: '\n' not in v)) + MARK
-    return file_bytes(fmt, header, rows).replace(MARK.encode(), draw(_bad_bytes)), i + 1, c.name
+def invalid_utf8(draw, s):
+    c, i = s.column(draw, lambda c: c.kind == 'str'), s.row(draw)
+    s.rows[i][c.name] = draw(_text.filter(lambda v: '\n' not in v)) + MARK
+    return s.bytes().replace(MARK.encode(), draw(_bad_bytes)), i + 1, c.name
 
-def header_bad_encoding(draw, fmt, table, header, rows):
-    i = draw(st.integers(0, len(header) - 1))
-    header[i] += MARK
-    for r in rows: r[header[i]] = r.pop(header[i][:-len(MARK)])
-    return file_bytes(fmt, header, rows).replace(MARK.encode(), draw(_bad_bytes)), None, None
+def header_bad_encoding(draw, s):
+    i = draw(st.integers(0, len(s.header) - 1))
+    for r in s.rows: r[s.header[i] + MARK] = r.pop(s.header[i])
+    s.header[i] += MARK
+    return s.bytes().replace(MARK.encode(), draw(_bad_bytes)), None, None
 
-def unclosed_quote(draw, fmt, table, header, rows):
-    c, i = _col(draw, table, header, rows), _row(draw, rows)
-    rows[i][c.name] = MARK
-    return file_bytes(fmt, header, rows).replace(MARK.encode(), b'"' + draw(_name).encode()), i + 1, None
+def unclosed_quote(draw, s):
+    c, i = s.column(draw), s.row(draw)
+    s.rows[i][c.name] = MARK
+    return s.bytes().replace(MARK.encode(), b'"' + draw(_name).encode()), i + 1, None
 
-def ragged_row(draw, fmt, table, header, rows):
-    i = _row(draw, rows)
-    lines = csv_text(header, rows).split('\n')
+def ragged_row(draw, s):
+    i = s.row(draw)
+    lines = csv_text(s.header, s.rows).split('\n')
     lines[i + 1] += ',' + ','.join(draw(st.lists(_name, min_size=1, max_size=3)))
     return '\n'.join(lines).encode(), i + 1, None
 
-def duplicate_header(draw, fmt, table, header, rows):
-    name = draw(st.sampled_from(header))
-    return csv_text(header + [name], [dict(r) for r in rows]).encode(), None, name
+def duplicate_header(draw, s):
+    name = draw(st.sampled_from(s.header))
+    return csv_text(s.header + [name], s.rows).encode(), None, name
 
-def empty_file(draw, fmt, table, header, rows):
-    return draw(st.sampled_from([b'', b'\n', b'  \n\n', b'\xef\xbb\xbf'] if fmt != '.parquet' else [b''])), None, None
+def empty_file(draw, s):
+    return draw(st.sampled_from([b'', b'\n', b'  \n\n', b'\xef\xbb\xbf'] if s.fmt != '.parquet' else [b''])), None, None
 
-def header_only(draw, fmt, table, header, rows):
-    return file_bytes(fmt, header, []) if fmt == '.parquet' else csv_text(header, []).encode(), None, None
+def header_only(draw, s):
+    s.rows = []
+    return s.bytes(), None, None
 
-def json_not_object(draw, fmt, table, header, rows):
-    i = _row(draw, rows)
-    lines = jsonl_text(header, rows).splitlines()
-    lines[i] = json.dumps(draw(st.lists(st.integers(), max_size=3) | st.integers() | st.text(max_size=5) | st.none()))
+def json_not_object(draw, s):
+    i = s.row(draw)
+    lines = jsonl_text(s.header, s.rows).splitlines()
+    lines[i] = json.dumps(draw(st.lists(_small_ints, max_size=3) | _small_ints | st.text(max_size=5) | st.none()))
     return ('\n'.join(lines) + '\n').encode(), i + 1, None
 
-def json_invalid(draw, fmt, table, header, rows):
-    i = _row(draw, rows)
-    lines = jsonl_text(header, rows).splitlines()
+def json_invalid(draw, s):
+    i = s.row(draw)
+    lines = jsonl_text(s.header, s.rows).splitlines()
     lines[i] = lines[i][:draw(st.integers(1, len(lines[i]) - 1))]
     return ('\n'.join(lines) + '\n').encode(), i + 1, None
 
-def not_parquet(draw, fmt, table, header, rows):
-    good = parquet_bytes(header, rows)
+def not_parquet(draw, s):
+    good = s.bytes()
     return draw(st.binary(min_size=1, max_size=200) | st.just(good[:len(good) // 2]) | st.just(b'PAR1' + good[4:-8])), None, None
 
 ALL, CSV, JSONL, PARQUET, TEXT = ('.csv', '.jsonl', '.parquet'), ('.csv',), ('.jsonl',), ('.parquet',), ('.csv', '.jsonl')
@@ -268,7 +277,7 @@ def test_generated_bad_table(fault, table, data):
     make, formats, _ = FAULTS[fault]
     header, rows = data.draw(good_tables(table))
     for fmt in formats:
-        raw, row, col = make(data.draw, fmt, table, list(header), [dict(r) for r in rows])
+        raw, row, col = make(data.draw, Sheet(fmt, table, list(header), [dict(r) for r in rows]))
         path = TMP/f'{table}-{next(_names)}{fmt}'
         path.write_bytes(raw)
         try: assert_named(data.draw(st.sampled_from(readers(table))), path, row, col)
