@@ -8,7 +8,7 @@ broken JSON, a timeout), drawn at random per request. We count, from the server'
 import sqlite3, tempfile, time
 from pathlib import Path
 from fault_server import start_process, get_stats
-from orbench_ml.models import run_batch
+from orbench_ml.runner import run_batch
 
 MIX = {'429': 0.25, '500': 0.25, 'drop': 0.2, 'malformed': 0.15, 'timeout': 0.15}   # shares of the fault rate
 

@@ -5,6 +5,8 @@ itself after `lifetime` seconds or `max_requests` requests, or when its parent p
 It is a raw asyncio HTTP/1.1 server (keep-alive, Content-Length bodies) so that it stays lean: the
 benchmarks run client and server on the same two cores.
 
+Every answer waits `latency` seconds, plus or minus up to `jitter` (uniform, seeded).
+
 Faults, drawn at random per request with the given rates, or forced by a directive in the prompt:
 `[[fault:KIND]]` (every time) or `[[fault:KIND*N]]` (the first N requests of that prompt only).
 KIND is one of 429 (with Retry-After), 500, timeout (hangs, then closes), drop (closes the connection
@@ -12,7 +14,7 @@ without a reply), malformed (200 with broken JSON), filter (OpenAI content-filte
 safety block), promptblock (Gemini prompt blocked), 401 (echoes the key it was given, as some
 providers do: the client must redact it).
 
-    python tests/fault_server.py --latency 0.1 --faults 429=0.05,500=0.05,drop=0.05,malformed=0.05
+    python tests/fault_server.py --latency 1 --jitter 0.3 --faults 429=0.05,500=0.05,drop=0.05,malformed=0.05
 prints one JSON line {"url": ..., "port": ...} and serves. `GET /stats` returns the counts.
 """
 from __future__ import annotations
@@ -29,13 +31,14 @@ class FaultServer:
     "The server's state and behaviour; `serve()` runs it on the current event loop"
     def __init__(self, port:int=0, latency:float=0.0, faults:dict|None=None, retry_after:float=1.0,
                  retry_after_ms:int|None=None, hang:float=30.0, lifetime:float=600.0, max_requests:int=1_000_000,
-                 seed:int=0, reply_words:int=8):
-        self.port, self.latency, self.faults = port, latency, dict(faults or {})
+                 seed:int=0, reply_words:int=8, jitter:float=0.0):
+        self.port, self.latency, self.jitter, self.faults = port, latency, jitter, dict(faults or {})
         self.retry_after, self.retry_after_ms, self.hang = retry_after, retry_after_ms, hang
         self.lifetime, self.max_requests, self.reply_words = lifetime, max_requests, reply_words
         bad = set(self.faults) - set(KINDS)
         if bad: raise ValueError(f'unknown fault kinds {bad}; expected {KINDS}')
         self.rng = random.Random(seed)
+        self.jitter_rng = random.Random(seed + 1)     # its own stream: jitter does not change which faults are drawn
         self.requests, self.answered = 0, 0
         self.kinds = Counter()
         self.by_prompt = defaultdict(lambda: [0, 0])  # prompt -> [requests, answers]
@@ -57,6 +60,10 @@ class FaultServer:
             acc += rate
             if r < acc: return kind
         return None
+
+    def delay(self)->float:
+        "Seconds to wait before this answer"
+        return max(0.0, self.latency + (self.jitter_rng.uniform(-self.jitter, self.jitter) if self.jitter else 0.0))
 
     def reply_text(self, prompt:str)->str:
         words = re.sub(r'\[\[.*?\]\]', '', prompt).split()
@@ -140,7 +147,7 @@ class FaultServer:
         if fault == 'drop': return None
         if fault == 'timeout':
             await asyncio.sleep(self.hang); return None
-        if self.latency: await asyncio.sleep(self.latency)
+        if self.latency: await asyncio.sleep(self.delay())
         if fault == '429':
             extra = {'Retry-After': f'{self.retry_after:g}'}
             if self.retry_after_ms is not None: extra['retry-after-ms'] = str(self.retry_after_ms)
@@ -239,6 +246,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--port', type=int, default=0)
     p.add_argument('--latency', type=float, default=0.0)
+    p.add_argument('--jitter', type=float, default=0.0)
     p.add_argument('--faults', default='', help='KIND=RATE,... with KIND in ' + ' '.join(KINDS))
     p.add_argument('--retry-after', type=float, default=1.0)
     p.add_argument('--retry-after-ms', type=int, default=None)
@@ -248,7 +256,7 @@ def main(argv=None):
     p.add_argument('--seed', type=int, default=0)
     a = p.parse_args(argv)
     srv = FaultServer(a.port, a.latency, parse_faults(a.faults), a.retry_after, a.retry_after_ms, a.hang,
-                      a.lifetime, a.max_requests, a.seed)
+                      a.lifetime, a.max_requests, a.seed, jitter=a.jitter)
     def ready(s): print(json.dumps({'url': s.url, 'port': s.port}), flush=True)
     try: asyncio.run(srv.serve(ready))
     except KeyboardInterrupt: pass

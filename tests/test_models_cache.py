@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from fault_server import FaultServer, get_stats, reset
-from orbench_ml.models import run_batch, resolve, cache_key, SYSTEM_PROMPT
+from orbench_ml.models import resolve
+from orbench_ml.runner import run_batch, cache_key, SYSTEM_PROMPT
 
 @pytest.fixture(scope='module')
 def server():
@@ -49,7 +50,7 @@ def test_cache_disabled(server):
 
 CHILD = """
 import sys
-from orbench_ml.models import run_batch
+from orbench_ml.runner import run_batch
 run_batch([f'kill test prompt {i}' for i in range(int(sys.argv[3]))], sys.argv[1], cache=sys.argv[2], concurrency=8, progress=False)
 """
 

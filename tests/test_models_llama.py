@@ -5,7 +5,7 @@ import importlib.util, socket, subprocess, sys, time
 import httpx
 import pytest
 
-from orbench_ml.models import run_batch, ask, SYSTEM_PROMPT
+from orbench_ml.runner import run_batch, ask, SYSTEM_PROMPT
 
 def require(module, what):
     if importlib.util.find_spec(module) is None:

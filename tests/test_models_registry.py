@@ -1,14 +1,14 @@
 """Names, prices, keys and the first seconds of a run: what a researcher types resolves to the right
 provider and address; user tables add models without code; a missing server or key fails fast with
-one sentence saying what to do; the lexicon and the keyword baseline behave."""
-import asyncio, time
+one sentence saying what to do; the keyword baseline behaves."""
+import asyncio
 import pandas as pd
 import pytest
 
 from fault_server import FaultServer
 from orbench_ml.core import TableError
-from orbench_ml.models import (resolve, register, is_baseline, run_batch, ask, ModelUnavailable, api_keys, load_lexicon,
-                               keyword_hits, BASELINE_REPLIES, KEY_ENVS)
+from orbench_ml.models import resolve, register, is_baseline, ModelUnavailable, api_keys, BASELINE_REPLIES, KEY_ENVS
+from orbench_ml.runner import run_batch, ask
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch, tmp_path):
@@ -43,13 +43,17 @@ def test_names_resolve(name, provider, model_id, base_url):
     assert (s.provider, s.model_id, s.base_url) == (provider, model_id, base_url)
     assert s.baseline == (name == 'keyword-baseline') == is_baseline(name)
 
-def test_gguf_path_and_env_base_urls(monkeypatch, tmp_path):
+def test_gguf_path(tmp_path):
     assert resolve(f'gguf:{tmp_path}/m.gguf').model_id == f'{tmp_path}/m.gguf'
-    monkeypatch.setenv('OLLAMA_HOST', 'gpu-box:11434'); monkeypatch.setenv('VLLM_BASE_URL', 'http://gpu-box:9000/v1/')
-    monkeypatch.setenv('LMSTUDIO_BASE_URL', 'http://127.0.0.1:1235/v1')
-    assert resolve('gemma3-4b').base_url == 'http://gpu-box:11434/v1'
-    assert resolve('vllm:x').base_url == 'http://gpu-box:9000/v1'
-    assert resolve('lmstudio:x').base_url == 'http://127.0.0.1:1235/v1'
+
+@pytest.mark.parametrize('env,value,name,base_url', [
+    ('OLLAMA_HOST', 'gpu-box:11434', 'gemma3-4b', 'http://gpu-box:11434/v1'),
+    ('VLLM_BASE_URL', 'http://gpu-box:9000/v1/', 'vllm:x', 'http://gpu-box:9000/v1'),
+    ('LMSTUDIO_BASE_URL', 'http://127.0.0.1:1235/v1', 'lmstudio:x', 'http://127.0.0.1:1235/v1'),
+])
+def test_base_url_from_env(monkeypatch, env, value, name, base_url):
+    monkeypatch.setenv(env, value)
+    assert resolve(name).base_url == base_url
 
 def test_unknown_names_say_what_exists():
     with pytest.raises(ValueError, match='unknown model .gemma-4b.*gemma3-4b.*openai-compatible:<id>@<base_url>'):
@@ -81,31 +85,20 @@ def test_register_at_runtime(server):
     register('fault-local', 'openai-compatible', 'fault-model', f'{server.url}/v1')
     assert ask('fault-local', ['registered'], cache=False) == ['Reply to: registered']
 
-def test_unreachable_ollama_fails_fast(monkeypatch):
-    monkeypatch.setenv('OLLAMA_HOST', 'http://127.0.0.1:9')
-    t0 = time.perf_counter()
-    with pytest.raises(ModelUnavailable) as e: run_batch(['hi'], 'gemma3-4b', cache=False, progress=False)
-    assert str(e.value) == 'cannot reach Ollama at http://127.0.0.1:9 — start `ollama serve` and `ollama pull gemma3:4b`'
-    assert time.perf_counter() - t0 < 5
-
-def test_unreachable_vllm_and_lmstudio(monkeypatch):
-    monkeypatch.setenv('VLLM_BASE_URL', 'http://127.0.0.1:9/v1'); monkeypatch.setenv('LMSTUDIO_BASE_URL', 'http://127.0.0.1:9/v1')
-    with pytest.raises(ModelUnavailable, match=r'cannot reach vLLM at http://127.0.0.1:9/v1 — start `vllm serve Qwen/Qwen3-8B`'):
-        run_batch(['hi'], 'vllm:Qwen/Qwen3-8B', cache=False, progress=False)
-    with pytest.raises(ModelUnavailable, match='cannot reach LM Studio'):
-        run_batch(['hi'], 'lmstudio:some-model', cache=False, progress=False)
+@pytest.mark.parametrize('env,name,message', [
+    ('VLLM_BASE_URL', 'vllm:Qwen/Qwen3-8B', r'cannot reach vLLM at http://127.0.0.1:9/v1 — start `vllm serve Qwen/Qwen3-8B`'),
+    ('LMSTUDIO_BASE_URL', 'lmstudio:some-model', 'cannot reach LM Studio'),
+])
+def test_unreachable_vllm_and_lmstudio(monkeypatch, env, name, message):
+    monkeypatch.setenv(env, 'http://127.0.0.1:9/v1')
+    with pytest.raises(ModelUnavailable, match=message):
+        run_batch(['hi'], name, cache=False, progress=False)
 
 def test_ollama_without_the_model(server, monkeypatch):
     monkeypatch.setenv('OLLAMA_HOST', server.url)        # answers /v1/models with 'fault-model' only
     with pytest.raises(ModelUnavailable, match=r'does not serve gemma3:4b — run `ollama pull gemma3:4b` \(it serves: fault-model\)'):
         run_batch(['hi'], 'gemma3-4b', cache=False, progress=False)
     assert ask('ollama:fault-model', ['present'], cache=False) == ['Reply to: present']
-
-@pytest.mark.parametrize('name,env', [('gemini-2.5-flash', 'GEMINI_API_KEY'), ('deepseek-v3.2', 'DEEPSEEK_API_KEY'),
-                                      ('gpt-4o-mini', 'OPENAI_API_KEY')])
-def test_missing_key_is_named(name, env):
-    with pytest.raises(ModelUnavailable, match=f'^{env} is not set — {name}'):
-        run_batch(['hi'], name, cache=False, progress=False)
 
 def test_keys_from_dotenv(tmp_path, server, monkeypatch):
     (tmp_path/'.env').write_text('OPENAI_COMPATIBLE_API_KEY=dotenv-key-1,dotenv-key-2\n')
@@ -124,25 +117,6 @@ def test_runs_inside_a_running_event_loop(server):
     async def notebook_cell():                  # like Jupyter: a loop is already running in this thread
         return ask(f'openai-compatible:m@{server.url}/v1', ['from a running loop'], cache=False)
     assert asyncio.run(notebook_cell()) == ['Reply to: from a running loop']
-
-def test_lexicon_shape_and_hits():
-    lex = load_lexicon()
-    assert list(lex.columns) == ['term', 'lang', 'category', 'neutral_sense', 'toxic_hint']
-    counts = lex.groupby(['lang', 'category']).size()
-    assert len(counts) == 20 and counts.between(10, 20).all()
-    for term in ('kill', 'shoot', 'steal', 'hack', 'drug'): assert term in set(lex[lex.lang == 'en'].term)
-    for term in ('杀死', '射击', '偷', '黑客', '毒品'): assert term in set(lex[lex.lang == 'zh'].term)
-    assert keyword_hits('He was shooting hoops and hacking on a side project') == ['shoot', 'hack']
-    assert keyword_hits('A skillful method for stealthy cats') == []
-    assert keyword_hits('我想了解黑客马拉松') == ['黑客']
-    assert keyword_hits('kill 杀死', lang='zh') == ['杀死']
-
-def test_bad_lexicon_is_named(tmp_path):
-    p = tmp_path/'lexicon.csv'
-    p.write_text('term,lang,category,neutral_sense,toxic_hint\nkill,en,violence,kill a process,kill a person\n'
-                 'stab,en,violense,stab a potato,stab a person\n')
-    with pytest.raises(TableError, match=r"row 2 \(line 3\), column 'category': unknown value 'violense'"):
-        load_lexicon(p)
 
 def test_keyword_baseline_table():
     prompts = pd.DataFrame(dict(prompt_id=['a', 'b', 'c', 'd'], lang=['en', 'zh', 'zh', 'en'],

@@ -23,7 +23,7 @@ CELLS = [
 logging.basicConfig(filename=log_path, level=logging.DEBUG, force=True)   # every library's logs, at DEBUG
 from pathlib import Path
 from orbench_ml.core import write_table
-from orbench_ml.models import run_batch, run_summary, resolve, ModelUnavailable
+from orbench_ml.models import resolve, ModelUnavailable\nfrom orbench_ml.runner import run_batch, run_summary
 texts = ['A normal question', 'Echo my key [[fault:401]]', 'Server trouble [[fault:500]]', 'Filtered [[fault:filter]]']
 df = run_batch(texts, f'openai-compatible:leak-model@{url}/v1', cache=Path(out_dir)/'replies.sqlite', retries=1, backoff=0.01, timeout=5)
 write_table(df, Path(out_dir)/'responses.csv', 'responses'); write_table(df, Path(out_dir)/'responses.jsonl', 'responses')
@@ -74,8 +74,9 @@ def test_no_key_in_notebook_tables_cache_or_logs(tmp_path, keyed_env):
     assert text.count('[REDACTED]') >= 4                    # the echoed keys were there, and redacted
     assert leaks_in(files) == [] and SECRETS[0] not in str(e.value)
 
-def test_no_key_in_the_models_notebook_output(tmp_path, keyed_env):
-    out = tmp_path/'01_models.out.ipynb'
-    pm.execute_notebook(str(ROOT/'nbs'/'01_models.ipynb'), str(out), kernel_name='python3', progress_bar=False,
+@pytest.mark.parametrize('notebook', ['01_models', '01a_runner'])
+def test_no_key_in_the_models_notebook_output(tmp_path, keyed_env, notebook):
+    out = tmp_path/f'{notebook}.out.ipynb'
+    pm.execute_notebook(str(ROOT/'nbs'/f'{notebook}.ipynb'), str(out), kernel_name='python3', progress_bar=False,
                         cwd=str(ROOT/'nbs'))
     assert leaks_in([out]) == []
