@@ -20,7 +20,7 @@ from .core import (CATEGORIES, KEYS, LANGUAGES, TABLES, Col, atomic_write_bytes,
 from .crawl import crawl_questions
 from .embed import duplicate_groups, encode, hub_reachable, nearest
 from .lang import detect_lang, keyword_hits
-from .models import ask
+from .runner import ask
 from .moderation import moderate
 
 # %% auto #0
@@ -512,7 +512,7 @@ def parse_classification(reply:str|None)->tuple[str, str]|None:
 def classify(df:pd.DataFrame,        # the pool
              X:np.ndarray,            # its embeddings
              space:CategorySpace,     # the embedded categories
-             classifier_model=None,   # an LLM (`models.ask`); None: the nearest category centroid
+             classifier_model=None,   # an LLM (`runner.ask`); None: the nearest category centroid
              trust_source=True,       # keep a source category that maps onto ours
             )->pd.DataFrame:
     "Add category, category_reason, category_by"

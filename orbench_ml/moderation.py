@@ -12,7 +12,8 @@ import pandas as pd
 
 from .core import CATEGORIES
 from .lang import keyword_hits, term_category
-from .models import ask, is_baseline
+from .models import is_baseline
+from .runner import ask
 
 # %% auto #0
 __all__ = ['MODERATION_PROMPT', 'parse_verdict', 'parse_moderation_reply', 'fleiss_kappa', 'majority', 'moderate',
@@ -102,7 +103,7 @@ def _baseline_votes(texts, langs)->list[tuple]:
 def _votes(judge:str,         # a model name, or keyword-baseline
            texts:list[str],   # the prompts
            langs:list[str],   # their languages ('' when unknown)
-           gen:dict,          # generation settings for `models.ask`
+           gen:dict,          # generation settings for `runner.ask`
           )->list[tuple]:
     "(verdict or None, category, reason) of one judge on every text"
     if is_baseline(judge): return _baseline_votes(texts, langs)

@@ -11,7 +11,7 @@ import pandas as pd
 from .core import LANGUAGES, REWRITE_METHODS
 from .embed import encode
 from .lang import detect_lang, keyword_hits, load_lexicon
-from .models import ask
+from .runner import ask
 
 # %% auto #0
 __all__ = ['DEFAULT_GENERATOR', 'COMMON_RULES', 'METHOD_INSTRUCTIONS', 'LENGTH_BANDS', 'SEED_INSTRUCTION',

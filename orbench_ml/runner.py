@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 from aiolimiter import AsyncLimiter
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 from fastcore.basics import patch
 from tqdm.auto import tqdm
 
@@ -194,14 +195,17 @@ async def attempt(self:_Run, messages:list)->Reply:
     return r
 
 # %% ../nbs/01a_runner.ipynb #7126b177
+def _wait_for(initial:float):
+    "A tenacity wait: the `backoff_delay` of the failure just seen"
+    return lambda state: backoff_delay(state.outcome.exception(), state.attempt_number - 1, initial)
+
 @patch
 async def retried(self:_Run, messages:list)->Reply:
     "`attempt` until it succeeds, fails for good, or the retries are spent; then the last failure is raised"
-    for tried in range(self.retries + 1):
-        try: return await self.attempt(messages)
-        except Exception as e:
-            if tried == self.retries or not is_transient(e): raise
-            await asyncio.sleep(backoff_delay(e, tried, self.backoff))
+    async for attempt in AsyncRetrying(stop=stop_after_attempt(self.retries + 1), wait=_wait_for(self.backoff),
+                                       retry=retry_if_exception(is_transient), reraise=True):
+        with attempt: r = await self.attempt(messages)
+    return r
 
 # %% ../nbs/01a_runner.ipynb #7a1c0e32
 @patch
