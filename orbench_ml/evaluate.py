@@ -4,61 +4,61 @@
 
 # %% ../nbs/06_evaluate.ipynb #50996192
 from __future__ import annotations
-import json, re
+import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import matplotlib
 import matplotlib.pyplot as plt
-import seaborn as sns
-from IPython.display import Markdown
 
-from .core import (CATEGORIES, REFUSAL_LABELS, STRICT_REFUSAL_LABELS, read_table, write_table,
-                             validate, atomic_write_bytes, settings, text_hash)
+from .core import (
+    REFUSAL_LABELS, STRICT_REFUSAL_LABELS, read_table, write_table, validate, atomic_write_bytes, settings, text_hash)
+from .plots import as_list, model_slug, plot_style, save_figure
+from .models import is_baseline
+from .runner import run_batch, run_summary, SYSTEM_PROMPT
+from .judge import label_refusals
+from .embed import encode
+from . import extract
 
 # %% auto #0
-__all__ = ['GROUPINGS', 'as_list', 'benchmark_dir', 'source_prompts', 'load_benchmark', 'display_name', 'model_slug',
-           'results_dir', 'evaluate', 'joined_results', 'models_with_results', 'ensure_results', 'load_results',
-           'wilson', 'refusal_rates', 'headline', 'plot_style', 'save_figure', 'plot_group_rates', 'summarize',
-           'all_rates', 'write_model_report']
+__all__ = ['HEADLINE', 'GROUPINGS', 'benchmark_dir', 'source_prompts', 'load_benchmark', 'display_name', 'results_dir',
+           'evaluate', 'joined_results', 'models_with_results', 'ensure_results', 'load_results', 'wilson',
+           'refusal_rates', 'headline', 'plot_group_rates', 'summarize', 'all_rates', 'write_model_report']
 
 # %% ../nbs/06_evaluate.ipynb #6195836f
-def as_list(x)->list[str]:
-    "A list from a list, a comma-separated string, or an empty value"
-    if x is None or (isinstance(x, float) and np.isnan(x)): return []
-    if isinstance(x, str): return [s.strip() for s in x.split(',') if s.strip()]
-    return [str(s) for s in x]
-
 def benchmark_dir(version:str='v0')->Path:
     "Where release `version` of the benchmark lives"
     return settings().data/'benchmark'/version
 
+def _read_prompts(dataset:str)->pd.DataFrame:
+    "The whole prompts table of `dataset`: a release, a table file, or a source of `03_extract`"
+    release = benchmark_dir(dataset)
+    for name in ('prompts.parquet', 'prompts.csv'):
+        if (release/name).exists(): return read_table(release/name, 'prompts')
+    if Path(dataset).suffix in ('.csv', '.jsonl', '.parquet') and Path(dataset).exists(): return read_table(dataset, 'prompts')
+    if dataset.partition('=')[0] in extract.SOURCES: return source_prompts(dataset)
+    raise FileNotFoundError(f'unknown dataset {dataset!r}: not a release under {release.parent}, not a table file, '
+                            f'not a source of orbench_ml.extract ({", ".join(extract.SOURCES)}; name=path for a local copy)')
+
+# %% ../nbs/06_evaluate.ipynb #8b1f7d42
 def source_prompts(spec:str)->pd.DataFrame:
     "A public source of `03_extract` as a prompts table: `name` (from the hub) or `name=path` (a local copy)"
-    from orbench_ml import extract
-    from orbench_ml.embed import encode
     name, _, path = spec.partition('=')
     raw = extract.load_source(name, path or None)
     raw = raw[raw.source_label.isin(['safe', 'toxic'])].reset_index(drop=True)
     if (raw.category == '').any():  # categories the source does not give: nearest category of our base prompts
         raw = extract.classify(raw, encode(raw.text.tolist()), extract.category_space(extract.load_base()))
-    return validate(pd.DataFrame(dict(prompt_id=[f'{name}-{i}' for i in raw.source_id], text=raw.text, lang=raw.lang,
-                                      category=raw.category, label=raw.source_label, method='base',
-                                      base_id=[f'{name}-{i}' for i in raw.source_id], pair_id='', source=name)), 'prompts')
-
-def _read_prompts(dataset:str)->pd.DataFrame:
-    release = benchmark_dir(dataset)
-    for name in ('prompts.parquet', 'prompts.csv'):
-        if (release/name).exists(): return read_table(release/name, 'prompts')
-    if Path(dataset).suffix in ('.csv', '.jsonl', '.parquet') and Path(dataset).exists(): return read_table(dataset, 'prompts')
-    from orbench_ml.extract import SOURCES
-    if dataset.partition('=')[0] in SOURCES: return source_prompts(dataset)
-    raise FileNotFoundError(f'unknown dataset {dataset!r}: not a release under {release.parent}, not a table file, '
-                            f'not a source of orbench_ml.extract ({", ".join(SOURCES)}; name=path for a local copy)')
+    ids = [f'{name}-{i}' for i in raw.source_id]
+    return validate(pd.DataFrame(dict(prompt_id=ids, text=raw.text, lang=raw.lang, category=raw.category,
+                                      label=raw.source_label, method='base', base_id=ids, pair_id='', source=name)), 'prompts')
 
 # %% ../nbs/06_evaluate.ipynb #63bc6ce0
-def load_benchmark(dataset:str='v0', languages=None, categories=None, methods=None, limit:int=0)->pd.DataFrame:
+def load_benchmark(dataset:str='v0', # a release, a prompts table file, or a source of `03_extract` (`name` or `name=path`)
+                   languages=None,   # languages to keep (a list or comma-separated); empty: all
+                   categories=None,  # categories to keep; empty: all
+                   methods=None,     # rewrite methods to keep; empty: all
+                   limit:int=0,      # at most this many prompts, a deterministic spread; 0: all
+                  )->pd.DataFrame:
     "The prompts of `dataset`, filtered by language, category and method, at most `limit` of them"
     df = _read_prompts(dataset)
     for col, keep in (('lang', languages), ('category', categories), ('method', methods)):
@@ -75,17 +75,13 @@ def load_benchmark(dataset:str='v0', languages=None, categories=None, methods=No
 # %% ../nbs/06_evaluate.ipynb #78267bb5
 def display_name(model:str)->str:
     "A model's name as tables and figures show it: a baseline says that it is one"
-    from orbench_ml.models import is_baseline
     return f'{model} (baseline)' if is_baseline(model) else model
-
-def model_slug(model:str)->str:
-    "A folder-safe name for `model`"
-    return re.sub(r'[^A-Za-z0-9._-]+', '_', model).strip('_')
 
 def results_dir(model:str)->Path:
     "Where the responses, labels and rates of `model` are written"
     return settings().results/model_slug(model)
 
+# %% ../nbs/06_evaluate.ipynb #a6f1d2c4
 def _merge_into(path:Path, new:pd.DataFrame, table:str)->pd.DataFrame:
     "Rows of `new` replace rows with the same key in the table at `path`; write and return the union"
     if path.exists():
@@ -95,11 +91,15 @@ def _merge_into(path:Path, new:pd.DataFrame, table:str)->pd.DataFrame:
     return new
 
 # %% ../nbs/06_evaluate.ipynb #04c1e25c
-def evaluate(model:str, prompts:pd.DataFrame, judge:str='offline', system_prompt:str|None=None,
-             temperature:float=0.0, max_tokens:int=512, progress:bool=True)->pd.DataFrame:
+def evaluate(model:str,                 # a registry name of `01_models`
+             prompts:pd.DataFrame,      # a prompts table, e.g. from `load_benchmark`
+             judge:str='offline',       # the judge of `05_judge` that labels the replies
+             system_prompt:str|None=None, # empty: the shared `SYSTEM_PROMPT` of `01_models`
+             temperature:float=0.0,     # sampling temperature
+             max_tokens:int=512,        # the longest reply, in tokens
+             progress:bool=True,        # show a progress bar
+            )->pd.DataFrame:            # `prompts` joined with the replies and their labels
     "Run `model` on `prompts`, label the replies with `judge`, save both tables; return prompts joined with results"
-    from orbench_ml.models import run_batch, run_summary, SYSTEM_PROMPT
-    from orbench_ml.judge import label_refusals
     responses = run_batch(prompts[['prompt_id', 'text']], model, system_prompt=system_prompt or SYSTEM_PROMPT,
                           temperature=temperature, max_tokens=max_tokens, progress=progress)
     view = prompts[['prompt_id', 'text', 'lang']].merge(responses, on='prompt_id')
@@ -118,6 +118,7 @@ def joined_results(prompts:pd.DataFrame, responses:pd.DataFrame, labels:pd.DataF
     return (prompts.rename(columns={'label': 'prompt_label'})
             .merge(resp, on='prompt_id').merge(labels.drop(columns='rationale'), on=['prompt_id', 'model']))
 
+# %% ../nbs/06_evaluate.ipynb #5c2e4d16
 def models_with_results()->list[str]:
     "Registry names of every model with saved labels (read from the tables, not the folder names)"
     out = []
@@ -125,8 +126,12 @@ def models_with_results()->list[str]:
         out += list(pd.read_parquet(p, columns=['model']).model.unique())
     return out
 
-def ensure_results(models=None, dataset:str='v0', judge:str='offline', log=print)->list[str]:
-    "`models` (every model with results, or the offline default if none has any), each evaluated on `dataset` where it has no results yet"
+def ensure_results(models=None,        # registry names (a list or comma-separated); empty: every model with results
+                   dataset:str='v0',   # the benchmark a model without results is evaluated on
+                   judge:str='offline', # the judge of such a run
+                   log=print,          # says which models are evaluated now
+                  )->list[str]:        # the models
+    "`models`, each evaluated on `dataset` where it has no results yet"
     models = as_list(models) or models_with_results() or ['keyword-baseline']
     for m in models:
         if not (results_dir(m)/'labels.parquet').exists():
@@ -167,41 +172,15 @@ def refusal_rates(results:pd.DataFrame, by=())->pd.DataFrame:
     return out.reset_index()
 
 # %% ../nbs/06_evaluate.ipynb #8a657ab6
+HEADLINE = (('over_refusal', 'safe', 'rate'), ('strict', 'safe', 'strict'), ('toxic_refusal', 'toxic', 'rate'))
+
 def headline(results:pd.DataFrame)->dict:
     "Over-refusal, strict rate and toxic refusal rate of one model's results, with intervals and counts"
     r = refusal_rates(results).set_index('prompt_label')
-    safe = r.loc['safe'] if 'safe' in r.index else None
-    toxic = r.loc['toxic'] if 'toxic' in r.index else None
-    get = lambda row, col: float(row[col]) if row is not None else float('nan')
-    return dict(over_refusal=get(safe, 'rate'), over_refusal_lo=get(safe, 'rate_lo'), over_refusal_hi=get(safe, 'rate_hi'),
-                strict=get(safe, 'strict'), strict_lo=get(safe, 'strict_lo'), strict_hi=get(safe, 'strict_hi'),
-                toxic_refusal=get(toxic, 'rate'), toxic_refusal_lo=get(toxic, 'rate_lo'), toxic_refusal_hi=get(toxic, 'rate_hi'),
-                safe_n=int(get(safe, 'n')) if safe is not None else 0, toxic_n=int(get(toxic, 'n')) if toxic is not None else 0,
-                blocked=int(r.blocked.sum()), unscored=int(r.unscored.sum()))
-
-# %% ../nbs/06_evaluate.ipynb #80a323ea
-def plot_style():
-    "seaborn styling with a CJK-capable font fallback; returns the font family list"
-    from matplotlib import font_manager
-    import noto_cjk_sans_otc
-    path = str(noto_cjk_sans_otc.FONT_PATH)
-    if path not in {f.fname for f in font_manager.fontManager.ttflist}: font_manager.fontManager.addfont(path)
-    cjk = font_manager.FontProperties(fname=path).get_name()
-    sns.set_theme(style='whitegrid', context='notebook')
-    family = ['DejaVu Sans', cjk]
-    matplotlib.rcParams.update({'font.family': family, 'axes.unicode_minus': False,
-                                'svg.hashsalt': 'orbench_ml', 'figure.dpi': 100, 'savefig.dpi': 150})
-    return family
-
-def save_figure(fig, name:str, folder=None)->list[Path]:
-    "Save `fig` as `name`.png and `name`.svg under `folder` (figures/ by default); close it"
-    folder = Path(folder or settings().figures)
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = [folder/f'{name}.png', folder/f'{name}.svg']
-    fig.savefig(paths[0], bbox_inches='tight', metadata={'Software': None})
-    fig.savefig(paths[1], bbox_inches='tight', metadata={'Date': None, 'Creator': None})
-    plt.close(fig)
-    return paths
+    row = lambda lab: r.loc[lab] if lab in r.index else pd.Series(dtype=float)
+    rates = {name+end: float(row(lab).get(col+end, np.nan)) for name, lab, col in HEADLINE for end in ('', '_lo', '_hi')}
+    return rates | dict(safe_n=int(row('safe').get('n', 0)), toxic_n=int(row('toxic').get('n', 0)),
+                        blocked=int(r.blocked.sum()), unscored=int(r.unscored.sum()))
 
 # %% ../nbs/06_evaluate.ipynb #82d2f665
 def plot_group_rates(results:pd.DataFrame, by:str, title:str):
@@ -224,6 +203,7 @@ def plot_group_rates(results:pd.DataFrame, by:str, title:str):
 
 # %% ../nbs/06_evaluate.ipynb #49d948d1
 def _worst(results:pd.DataFrame, by:str, min_n:int=5):
+    "The row of `refusal_rates` of the safe group of `by` with the highest rate among those of `min_n` scored or more"
     r = refusal_rates(results, by=[by])
     r = r[(r.prompt_label == 'safe') & (r.scored >= min_n)].sort_values('rate', ascending=False)
     return r.iloc[0] if len(r) else None
@@ -232,7 +212,7 @@ def summarize(model:str, results:pd.DataFrame)->str:
     "A short Markdown summary of one model's results"
     h = headline(results)
     pct = lambda x: f'{100*x:.1f}%' if x == x else 'n/a'
-    lines = [f'**{model}**' + (' (a baseline, not an LLM)' if display_name(model) != model else '') +
+    lines = [f'**{model}**' + (' (a baseline, not an LLM)' if is_baseline(model) else '') +
              f': over-refusal {pct(h["over_refusal"])} (95% CI {pct(h["over_refusal_lo"])}–{pct(h["over_refusal_hi"])}) '
              f'on {h["safe_n"]} safe prompts; strict {pct(h["strict"])}; refusal of toxic twins '
              f'{pct(h["toxic_refusal"])} on {h["toxic_n"]}. Blocked: {h["blocked"]}, unscored: {h["unscored"]}.']
@@ -261,12 +241,12 @@ def all_rates(results:pd.DataFrame)->pd.DataFrame:
     out = pd.concat(parts, ignore_index=True)
     return out[cols + [c for c in out.columns if c not in cols]]
 
+# %% ../nbs/06_evaluate.ipynb #f3b8a7d5
 def write_model_report(model:str, results:pd.DataFrame)->dict:
     "Rates CSV, per-model figures and the summary of `model`; returns the paths written"
     out, figs = results_dir(model), settings().figures/model_slug(model)
     out.mkdir(parents=True, exist_ok=True)
-    rates = all_rates(results)
-    rates.to_csv(out/'rates.csv', index=False)
+    all_rates(results).to_csv(out/'rates.csv', index=False)
     paths = {'rates': out/'rates.csv'}
     for by in ('category', 'method', 'lang'):
         fig = plot_group_rates(results, by, f'{display_name(model)}: refusal by {by}')

@@ -8,8 +8,10 @@ import argparse, hashlib, json, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import papermill as pm
+
 from .core import settings, atomic_write_bytes
-from .evaluate import model_slug
+from .plots import model_slug
 
 # %% auto #0
 __all__ = ['PACKAGE_CODE', 'SHIPPED_DATA', 'Stage', 'plan', 'fingerprint', 'StageFailed', 'run_stage', 'run_pipeline', 'main']
@@ -20,13 +22,19 @@ class Stage:
     "One run of a stage notebook"
     name:str                          # shown in logs and used for the output notebook's name
     notebook:str                      # file name under nbs/
-    parameters:dict = field(default_factory=dict)
+    parameters:dict = field(default_factory=dict) # papermill parameters
     inputs:tuple = ()                 # globs of files the stage reads
 
 PACKAGE_CODE = ('orbench_ml/*.py',)
 SHIPPED_DATA = ('data/*.csv', 'data/*/*.csv', 'data/benchmark/*/*')
 
-def plan(models=('keyword-baseline',), generator:str='', judge:str='offline', k:int=1, limit:int=0)->list[Stage]:
+# %% ../nbs/11_pipeline.ipynb #5a7c9e02
+def plan(models=('keyword-baseline',), # registry names, each evaluated by a stage of its own
+         generator:str='',      # generator model of the rewrite stage; empty: validate v0 offline
+         judge:str='offline',   # judge of the evaluate stages
+         k:int=1,               # hard subset: prompts refused by at least `k` models
+         limit:int=0,           # prompts per evaluation; 0: all
+        )->list[Stage]:
     "The stages of a full regeneration for `models`, in order"
     evals = [Stage(f'06_evaluate-{model_slug(m)}', '06_evaluate.ipynb', dict(model=m, judge=judge, limit=limit),
                    SHIPPED_DATA) for m in models]
@@ -60,7 +68,6 @@ class StageFailed(RuntimeError):
 
 def run_stage(stage:Stage, out:Path, root:Path)->Path:
     "Execute `stage` with papermill into `out`; raise `StageFailed` with the stage's name and error"
-    import papermill as pm
     target = out/f'{stage.name}.ipynb'
     try: pm.execute_notebook(str(root/'nbs'/stage.notebook), str(target), parameters=stage.parameters,
                              cwd=str(root/'nbs'), progress_bar=False, log_output=False, kernel_name='python3')
@@ -68,7 +75,12 @@ def run_stage(stage:Stage, out:Path, root:Path)->Path:
         raise StageFailed(f'stage {stage.name} failed: {e.ename}: {e.evalue} (executed notebook: {target})') from None
     return target
 
-def run_pipeline(stages:list[Stage], out='out', force:bool=False, log=print)->dict:
+# %% ../nbs/11_pipeline.ipynb #c9d2a6f3
+def run_pipeline(stages:list[Stage], # the stages, in order (see `plan`)
+                 out='out',          # folder of the executed notebooks and `pipeline_state.json` (relative: to the checkout)
+                 force:bool=False,   # run every stage, changed or not
+                 log=print,          # says what each stage does
+                )->dict:             # stage name -> 'skipped' or how long it ran
     "Run `stages` in order, skipping those whose inputs did not change; stop at the first failure"
     root = settings().root
     out = Path(out) if Path(out).is_absolute() else root/out

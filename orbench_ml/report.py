@@ -13,27 +13,19 @@ import seaborn as sns
 from scipy.stats import spearmanr
 
 from .core import CATEGORIES, REWRITE_METHODS, settings
-from .evaluate import (load_benchmark, load_results, refusal_rates, headline, plot_style, save_figure,
-                                 model_slug, as_list, ensure_results, display_name)
+from .plots import bilingual, plot_style, save_figure
+from .embed import encode
+from .evaluate import load_benchmark, load_results, refusal_rates, headline, ensure_results, display_name
 
 # %% auto #0
-__all__ = ['ZH_NAMES', 'AXIS', 'bilingual', 'collect', 'rates_by', 'leaderboard', 'write_leaderboard', 'plot_bars',
-           'plot_category_trend', 'plot_radar_grid', 'plot_heatmaps', 'xy_fit', 'plot_xy', 'method_similarity',
-           'plot_method_similarity', 'write_report']
+__all__ = ['AXIS', 'collect', 'rates_by', 'leaderboard', 'write_leaderboard', 'plot_bars', 'plot_category_trend',
+           'plot_radar_grid', 'plot_heatmaps', 'xy_fit', 'plot_xy', 'method_similarity', 'plot_method_similarity',
+           'write_report']
 
 # %% ../nbs/08_report.ipynb #64db0c79
-ZH_NAMES = {'deception': '欺诈', 'harassment': '骚扰', 'harmful': '有害', 'hate': '仇恨', 'illegal': '违法',
-            'privacy': '隐私', 'self-harm': '自我伤害', 'sexual': '色情', 'unethical': '不道德', 'violence': '暴力',
-            'imperative': '祈使', 'scenario': '情境', 'creative': '创作', 'complex_syntax': '复杂句法',
-            'hypothetical': '假设', 'step_by_step': '分步', 'trigger_words': '触发词', 'jargon': '术语',
-            'base': '基础', 'seed': '种子', 'long_context': '长上下文', 'en': '英语', 'zh': '中文'}
 AXIS = {'over_refusal': 'over-refusal rate / 过度拒绝率', 'toxic_refusal': 'toxic refusal rate / 有害提示拒绝率',
         'category': 'category / 类别', 'method': 'rewrite method / 改写方式', 'lang': 'language / 语言',
         'model': 'model / 模型'}
-
-def bilingual(name:str)->str:
-    "`name` with its Chinese name, e.g. 'privacy / 隐私'"
-    return f'{name} / {ZH_NAMES[name]}' if name in ZH_NAMES else name
 
 # %% ../nbs/08_report.ipynb #4c81c276
 def collect(models=None, dataset:str='v0')->pd.DataFrame:
@@ -42,6 +34,7 @@ def collect(models=None, dataset:str='v0')->pd.DataFrame:
     prompts = load_benchmark(dataset)
     return pd.concat([load_results(m, prompts) for m in models], ignore_index=True)
 
+# %% ../nbs/08_report.ipynb #2b8f4e61
 def rates_by(results:pd.DataFrame, by:list[str], label:str='safe')->pd.DataFrame:
     "Refusal rates per model and `by`, for prompts of `label`"
     r = refusal_rates(results, by=['model', *by])
@@ -54,17 +47,17 @@ def leaderboard(results:pd.DataFrame)->pd.DataFrame:
     lb = pd.DataFrame(rows).sort_values(['over_refusal', 'toxic_refusal'], ascending=[True, False])
     return lb.reset_index(drop=True).rename_axis('rank').reset_index().assign(rank=lambda d: d['rank'] + 1)
 
-def _pct_ci(row, name)->str:
-    return f'{100*row[name]:.1f} [{100*row[name+"_lo"]:.1f}, {100*row[name+"_hi"]:.1f}]'
+# %% ../nbs/08_report.ipynb #7b5c1f90
+def _pct_ci(lb:pd.DataFrame, name:str)->list[str]:
+    "The rate `name` of each row in percent with its interval, e.g. '39.2 [37.1, 41.3]'"
+    return [f'{100*r:.1f} [{100*lo:.1f}, {100*hi:.1f}]' for r, lo, hi in zip(lb[name], lb[name+'_lo'], lb[name+'_hi'])]
 
 def write_leaderboard(lb:pd.DataFrame, folder=None)->list[Path]:
     "The leaderboard as Markdown and HTML (percentages with 95% intervals)"
     folder = Path(folder or settings().figures)
     folder.mkdir(parents=True, exist_ok=True)
-    show = pd.DataFrame({'rank': lb['rank'], 'model': lb.model,
-                         'over-refusal % [95% CI]': [_pct_ci(r, 'over_refusal') for _, r in lb.iterrows()],
-                         'strict %': (100*lb.strict).round(1),
-                         'toxic refusal % [95% CI]': [_pct_ci(r, 'toxic_refusal') for _, r in lb.iterrows()],
+    show = pd.DataFrame({'rank': lb['rank'], 'model': lb.model, 'over-refusal % [95% CI]': _pct_ci(lb, 'over_refusal'),
+                         'strict %': (100*lb.strict).round(1), 'toxic refusal % [95% CI]': _pct_ci(lb, 'toxic_refusal'),
                          'safe n': lb.safe_n, 'toxic n': lb.toxic_n, 'blocked': lb.blocked, 'unscored': lb.unscored})
     md, html = folder/'leaderboard.md', folder/'leaderboard.html'
     md.write_text(show.to_markdown(index=False) + '\n', encoding='utf-8')
@@ -94,6 +87,7 @@ def plot_bars(results:pd.DataFrame, by:str, title:str):
     ax.legend(title=AXIS['model'], fontsize=8, title_fontsize=8)
     return fig
 
+# %% ../nbs/08_report.ipynb #c71e4a09
 def plot_category_trend(results:pd.DataFrame):
     "Figure 3: over-refusal across categories, one line per model"
     plot_style()
@@ -157,6 +151,7 @@ def xy_fit(x, y):
     rho = spearmanr(x, y).statistic if len(x) >= 3 else None
     return coef, rho
 
+# %% ../nbs/08_report.ipynb #f1b3e7a2
 def plot_xy(results:pd.DataFrame):
     "Figure 8: toxic refusal against over-refusal, a point per model, quadratic fit and Spearman rho"
     plot_style()
@@ -181,7 +176,6 @@ def plot_xy(results:pd.DataFrame):
 # %% ../nbs/08_report.ipynb #83e51416
 def method_similarity(prompts:pd.DataFrame, embedder:str|None=None)->pd.DataFrame:
     "Mean cosine similarity between the rewrites of the same base prompt, method x method"
-    from orbench_ml.embed import encode
     p = prompts[(prompts.label == 'safe') & prompts.method.isin(REWRITE_METHODS)].reset_index(drop=True)
     vecs = encode(p.text.tolist(), embedder) if embedder else encode(p.text.tolist())
     sums = pd.DataFrame(0.0, index=list(REWRITE_METHODS), columns=list(REWRITE_METHODS)); counts = sums.copy()
@@ -192,6 +186,7 @@ def method_similarity(prompts:pd.DataFrame, embedder:str|None=None)->pd.DataFram
             for j, b in enumerate(ms): sums.loc[a, b] += sims[i, j]; counts.loc[a, b] += 1
     return sums / counts.replace(0, np.nan)
 
+# %% ../nbs/08_report.ipynb #d7a0f4c8
 def plot_method_similarity(sim:pd.DataFrame):
     "Figure 1: the method x method similarity heatmap"
     plot_style()
@@ -204,9 +199,12 @@ def plot_method_similarity(sim:pd.DataFrame):
     return fig
 
 # %% ../nbs/08_report.ipynb #81c3346e
-def write_report(results:pd.DataFrame, prompts:pd.DataFrame, embedder:str|None=None, folder=None)->dict[str, Path]:
-    "Draw every figure of the design from `results` (see `collect`) and the benchmark `prompts`, and the leaderboard"
-    folder = Path(folder or settings().figures)
+def write_report(results:pd.DataFrame,    # the joined results of every model (see `collect`)
+                 prompts:pd.DataFrame,    # the benchmark, for the method-similarity heatmap
+                 embedder:str|None=None,  # embedder of that heatmap; None: the default of `02_embed`
+                 folder=None,             # where the figures go; None: `settings().figures`
+                )->dict[str, Path]:       # figure name -> its PNG (the leaderboard: its Markdown)
+    "Draw every figure of the design from `results` and the benchmark `prompts`, and the leaderboard"
     figs = {'01_method_similarity': lambda: plot_method_similarity(method_similarity(prompts, embedder)),
             '02_model_x_language': lambda: plot_bars(results, 'lang', 'Over-refusal by language / 各语言过度拒绝率'),
             '03_category_trend': lambda: plot_category_trend(results),

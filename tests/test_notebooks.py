@@ -1,7 +1,9 @@
 """Every notebook in nbs/ runs top to bottom as `nbdev_test` runs it: one pytest case per notebook,
 so that a failing notebook fails the suite and names itself."""
+import re
 from pathlib import Path
-import pytest
+import nbformat, pytest
+from papermill.translators import PythonTranslator
 from nbdev.config import get_config
 from nbdev.test import test_nb as run_notebook
 
@@ -19,8 +21,6 @@ STAGES = [p for p in NBS if p.stem in PARAMETERISED]
 @pytest.mark.parametrize('nb', STAGES, ids=[p.stem for p in STAGES])
 def test_parameters_cell_is_tagged_and_parsed_by_papermill(nb):
     "papermill finds the cell tagged `parameters` and reads every parameter in it (a bad line is dropped silently)"
-    import re, nbformat
-    from papermill.translators import PythonTranslator
     cells = [c for c in nbformat.read(nb, as_version=4).cells if 'parameters' in c.metadata.get('tags', [])]
     assert len(cells) == 1, f'{nb.name}: {len(cells)} cells tagged parameters'
     assigned = re.findall(r'^(\w+)\s*=', cells[0].source, re.M)
