@@ -6,9 +6,10 @@
 from __future__ import annotations
 import asyncio, importlib.util, itertools, json, logging, os, re, sys, threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import openai
 import pandas as pd
@@ -24,7 +25,8 @@ from .lang import data_file, detect_lang, keyword_hits
 # %% auto #0
 __all__ = ['KEY_ENVS', 'REDACTED', 'log', 'PROVIDERS', 'BASELINE_REPLIES', 'BACKENDS', 'api_keys', 'redact', 'Provider',
            'ModelSpec', 'resolve', 'register', 'is_baseline', 'keyword_baseline_reply', 'Reply', 'ModelUnavailable',
-           'MalformedReply', 'http_status', 'OpenAIBackend', 'GeminiBackend', 'GGUFBackend']
+           'MalformedReply', 'http_status', 'OpenAIBackend', 'GeminiBackend', 'GGUFBackend', 'Endpoint', 'Fleet',
+           'backend_for']
 
 # %% ../nbs/01_models.ipynb #4bb5794f
 KEY_ENVS = ('OPENAI_API_KEY', 'GEMINI_API_KEY', 'GOOGLE_API_KEY', 'DEEPSEEK_API_KEY', 'OPENAI_COMPATIBLE_API_KEY')
@@ -118,6 +120,10 @@ class ModelSpec:
     tpm:float|None=None                  # tokens per minute
     @property
     def kind(self)->Provider: return PROVIDERS[self.provider]
+    @property
+    def endpoints(self)->tuple:
+        "The base URLs of the servers that serve this model (a fleet has several; `base_url` lists them comma-separated)"
+        return tuple(self.base_url.split(',')) if self.base_url else (None,)
 
     def cost(self, input_tokens, output_tokens)->float|None:
         "USD for these token counts, or None when the price or the counts are unknown"
@@ -137,14 +143,20 @@ def _registry_table()->pd.DataFrame:
     return _registry_cached(tuple(map(str, paths)), tuple(Path(p).stat().st_mtime for p in paths))
 
 # %% ../nbs/01_models.ipynb #8e17e8f5
-def _base_url(provider:str, given:str|None=None)->str|None:
-    p = PROVIDERS[provider]
-    url = given or (os.environ.get(p.base_env) if p.base_env else None) or p.base_url
-    if not url: return None
+def _one_url(provider:str, url:str)->str:
+    "One base URL, normalised: a scheme, no trailing slash, 0.0.0.0 as 127.0.0.1, and `/v1` where the server needs it"
     if '://' not in url: url = 'http://' + url             # OLLAMA_HOST is often host:port
     url = url.rstrip('/').replace('://0.0.0.0', '://127.0.0.1')
     if provider == 'ollama' and not url.endswith('/v1'): url += '/v1'
+    if provider in ('vllm', 'lmstudio') and not urlsplit(url).path: url += '/v1'   # `vllm serve` listens on host:port/v1
     return url
+
+def _base_url(provider:str, given:str|None=None)->str|None:
+    "The base URL (or the comma-separated URLs of a fleet) of a provider's model: given, from the environment, or the default"
+    p = PROVIDERS[provider]
+    url = given or (os.environ.get(p.base_env) if p.base_env else None) or p.base_url
+    if not url: return None
+    return ','.join(_one_url(provider, u.strip()) for u in url.split(',') if u.strip())
 
 def _num(v, kind=float):
     "A number of the registry, or None where the cell is empty"
@@ -173,19 +185,17 @@ def _from_row(r)->ModelSpec:
                  concurrency=_num(r.concurrency, int), rpm=_num(r.rpm), tpm=_num(r.tpm))
 
 def _from_prefix(name:str)->ModelSpec|None:
-    "The spec of `<prefix>:<id>` (`openai-compatible:<id>@<url>`, `gemini:<id>@<url>`), or a bare OpenAI / Gemini id"
+    "The spec of `<prefix>:<id>` or `<prefix>:<id>@<url>[,<url>...]` (`openai-compatible` needs the URL), or a bare OpenAI / Gemini id"
     prefix, _, rest = name.partition(':')
+    model_id, at, url = rest.rpartition('@')
+    if not (at and model_id and '://' in url): model_id, url = rest, None
     if prefix == 'openai-compatible' and rest:
-        model_id, at, url = rest.rpartition('@')
-        if not at or not model_id or '://' not in url:
+        if url is None:
             raise ValueError(f'{name!r}: write openai-compatible:<model id>@<base url>, e.g. openai-compatible:my-model@http://127.0.0.1:8080/v1')
         return _spec(name, 'openai-compatible', model_id, url)
     if prefix in _PREFIXES and rest:
         if prefix == 'gguf': return _spec(name, 'gguf', str(Path(rest).expanduser()))
-        if prefix == 'gemini' and '@' in rest:
-            model_id, _, url = rest.rpartition('@')
-            return _spec(name, 'gemini', model_id, url)
-        return _spec(name, prefix, rest)
+        return _spec(name, prefix, model_id, url)
     if re.match(r'(gpt-|o\d|chatgpt-)', name): return _spec(name, 'openai', name)
     if name.startswith('gemini-'): return _spec(name, 'gemini', name)
     return None
@@ -285,10 +295,15 @@ def _missing_key(spec:ModelSpec)->ModelUnavailable:
                             f'or put it in {settings().root/".env"} (several keys: comma-separated)')
 
 # %% ../nbs/01_models.ipynb #6a2f4d10
+@lru_cache(maxsize=1)
+def _tls_context():
+    "The TLS context of every client of this process (httpx's defaults: certifi's CA bundle, `SSL_CERT_FILE`)"
+    return _hx.create_ssl_context()
+
 def _http_client(concurrency:int, timeout:float):
     "The SDK's aiohttp client, its pool sized to the requests in flight"
-    return openai.DefaultAioHttpClient(timeout=timeout, limits=_hx.Limits(max_connections=concurrency,
-                                                                         max_keepalive_connections=concurrency))
+    return openai.DefaultAioHttpClient(timeout=timeout, verify=_tls_context(), limits=_hx.Limits(
+        max_connections=concurrency, max_keepalive_connections=concurrency))
 
 # %% ../nbs/01_models.ipynb #ca950655
 class OpenAIBackend:
@@ -445,3 +460,118 @@ class GGUFBackend:
     async def aclose(self): self.pool.shutdown(wait=False)
 
 BACKENDS = {'openai': OpenAIBackend, 'gemini': GeminiBackend, 'gguf': GGUFBackend}
+
+# %% ../nbs/01_models.ipynb #878da4dc
+@dataclass
+class Endpoint:
+    "One server of a fleet, and what the fleet knows of it"
+    url:str
+    backend:object        # the backend of this server alone
+    inflight:int=0
+    sent:int=0
+    answered:int=0
+    failed:int=0
+    faults:int=0          # transport errors and 5xx answers in a row
+    drains:int=0          # times taken out of rotation
+    down:bool=False       # out of rotation now
+    backoff:int=0         # drains since its last answer: the wait before the next check doubles with each
+
+def _endpoint_fault(e:BaseException)->str|None:
+    "'down' when nothing listens, 'fault' for other transport errors, 5xx and broken replies, None for the request's own trouble"
+    x = e
+    while x is not None:
+        if isinstance(x, ConnectionRefusedError) or isinstance(getattr(x, 'os_error', None), ConnectionRefusedError): return 'down'
+        x = x.__cause__ or x.__context__
+    status = http_status(e)
+    if isinstance(e, (openai.APIConnectionError, MalformedReply)) or (status is not None and status >= 500): return 'fault'
+    return None
+
+# %% ../nbs/01_models.ipynb #b103fa2f
+class Fleet:
+    "Servers that serve one model: each request to the least busy live one; a dead one drained, checked again with backoff"
+    def __init__(self, spec:ModelSpec,
+                 timeout:float=120,     # seconds for one request
+                 concurrency:int=16,    # requests in flight over the whole fleet (each pool can take them all)
+                 faults:int=3,          # transport errors or 5xx in a row that drain a server
+                 recheck:float=1.0,     # the first wait before a drained server is checked again
+                 recheck_max:float=30.0 # the longest wait between checks
+                ):
+        make = BACKENDS[spec.kind.sdk]
+        self.spec, self.max_faults, self.recheck, self.recheck_max = spec, faults, recheck, recheck_max
+        self.endpoints = [Endpoint(url, make(replace(spec, base_url=url), timeout=timeout, concurrency=concurrency))
+                          for url in spec.endpoints]
+        self._checks = set()   # the tasks checking drained servers
+
+    def pick(self)->Endpoint:
+        "The live server with the fewest requests in flight (then the fewest sent); any server if all are drained"
+        return min([e for e in self.endpoints if not e.down] or self.endpoints, key=lambda e: (e.inflight, e.sent))
+
+    def report(self)->dict:
+        "Per server: requests sent, answered, failed, times drained, and whether it is drained now"
+        return {e.url: dict(sent=e.sent, answered=e.answered, failed=e.failed, drains=e.drains, down=e.down)
+                for e in self.endpoints}
+
+# %% ../nbs/01_models.ipynb #cb964edf
+@patch
+async def complete(self:Fleet, messages:list, params:dict)->Reply:
+    e = self.pick()
+    e.inflight += 1; e.sent += 1
+    try: r = await e.backend.complete(messages, params)
+    except Exception as x:
+        e.failed += 1
+        self.fault(e, x)
+        raise
+    finally: e.inflight -= 1
+    e.answered += 1; e.faults = e.backoff = 0
+    return r
+
+@patch
+def fault(self:Fleet, e:Endpoint, x:BaseException):
+    "Count a failed request against its server; drain the server when nothing listens or after `faults` in a row"
+    kind = _endpoint_fault(x)
+    if kind is None: return
+    e.faults += 1
+    if not e.down and (kind == 'down' or e.faults >= self.max_faults):
+        self.drain(e, 'nothing listens' if kind == 'down' else f'{e.faults} failures in a row, the last {type(x).__name__}')
+
+# %% ../nbs/01_models.ipynb #77bb4d11
+@patch
+def drain(self:Fleet, e:Endpoint, why:str):
+    "Take `e` out of rotation and check it again later"
+    wait = min(self.recheck * 2**e.backoff, self.recheck_max)
+    e.down, e.drains, e.backoff = True, e.drains + 1, e.backoff + 1
+    log.warning('%s: %s drained (%s); checked again in %g s', self.spec.name, e.url, why, wait)
+    task = asyncio.get_running_loop().create_task(self.check_later(e, wait))
+    self._checks.add(task); task.add_done_callback(self._checks.discard)
+
+@patch
+async def check_later(self:Fleet, e:Endpoint, wait:float):
+    "Check a drained server with its preflight, waiting twice as long after each failed check; back in rotation once it answers"
+    while True:
+        await asyncio.sleep(wait)
+        try: await asyncio.wait_for(e.backend.preflight(), 10)
+        except Exception: wait = min(wait * 2, self.recheck_max); continue
+        e.down, e.faults = False, 0
+        log.warning('%s: %s answers again, back in rotation', self.spec.name, e.url)
+        return
+
+# %% ../nbs/01_models.ipynb #29660f76
+@patch
+async def preflight(self:Fleet):
+    outcomes = await asyncio.gather(*(e.backend.preflight() for e in self.endpoints), return_exceptions=True)
+    failed = [(e, x) for e, x in zip(self.endpoints, outcomes) if isinstance(x, BaseException)]
+    for _, x in failed:
+        if not isinstance(x, ModelUnavailable): raise x
+    if len(failed) == len(self.endpoints):
+        raise ModelUnavailable(f'none of the {len(failed)} servers of {self.spec.name} answers: ' + '; '.join(str(x) for _, x in failed))
+    for e, x in failed: self.drain(e, str(x))
+
+@patch
+async def aclose(self:Fleet):
+    for t in list(self._checks): t.cancel()
+    await asyncio.gather(*(e.backend.aclose() for e in self.endpoints))
+
+def backend_for(spec:ModelSpec, timeout:float=120, concurrency:int=16):
+    "The backend of a model: a `Fleet` when it names several servers, else the backend of its SDK"
+    make = Fleet if len(spec.endpoints) > 1 else BACKENDS[spec.kind.sdk]
+    return make(spec, timeout=timeout, concurrency=concurrency)

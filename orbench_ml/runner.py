@@ -4,7 +4,8 @@
 
 # %% ../nbs/01a_runner.ipynb #7a1c0e04
 from __future__ import annotations
-import asyncio, email.utils, json, random, sqlite3, threading, time
+import asyncio, email.utils, gc, json, random, sqlite3, threading, time
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
@@ -17,7 +18,7 @@ from tqdm.auto import tqdm
 
 from .core import settings, text_hash, validate, columns
 from orbench_ml.models import (
-    BACKENDS, ModelSpec, Reply, ModelUnavailable, MalformedReply, resolve, redact, http_status, keyword_baseline_reply,
+    backend_for, ModelSpec, Reply, ModelUnavailable, MalformedReply, resolve, redact, http_status, keyword_baseline_reply,
     log)   # the models logger: its filter redacts keys from every line the runner logs
 
 # %% auto #0
@@ -113,6 +114,7 @@ class RunStats:
     output_tokens:int=0
     cost_usd:float=0.0    # spent in this run (cached replies cost nothing now)
     wall_s:float=0.0
+    endpoints:dict=field(default_factory=dict)   # a fleet's servers: sent, answered, failed, drains (see `models.Fleet`)
     def line(self)->str:
         return (f'{self.model}: {self.prompts} prompts, {self.cached} cached, {self.requests} requests, {self.answered} answered, '
                 f'{self.blocked} blocked, {self.failed} failed, {self.input_tokens}+{self.output_tokens} tokens, '
@@ -147,6 +149,15 @@ def _run_coroutine(make, stop:threading.Event):
         msg = redact(str(e))
         if msg != str(e): raise type(e)(msg) if isinstance(e, ModelUnavailable) else RuntimeError(f'{type(e).__name__}: {msg}') from None
         raise
+
+# %% ../nbs/01a_runner.ipynb #a435e054
+@contextmanager
+def _fewer_collections(young:int=20_000):
+    "Garbage collection for a run: what exists now frozen, the young generation collected every `young` allocations"
+    before = gc.get_threshold()
+    gc.freeze(); gc.set_threshold(max(before[0], young), *before[1:])
+    try: yield
+    finally: gc.set_threshold(*before); gc.unfreeze()
 
 # %% ../nbs/01a_runner.ipynb #7a1c0e13
 class RateLimits:
@@ -256,13 +267,15 @@ async def _run_async(spec:ModelSpec,        # the model
                      **run                  # the other fields of `_Run`: params, limits, stats, cache, retries, backoff, bar
                     )->dict:               # {cache key: Reply}
     "Ask every conversation of `todo` ({key: messages}) after a preflight; `run`: the other fields of `_Run`"
-    backend = BACKENDS[spec.kind.sdk](spec, timeout=timeout, concurrency=concurrency)
+    backend = backend_for(spec, timeout=timeout, concurrency=concurrency)
     try:
         await asyncio.wait_for(backend.preflight(), 30)
         r = _Run(spec, backend, slots=asyncio.Semaphore(concurrency), **run)
         items = iter(todo.items())
         await asyncio.gather(*(r.work(items, stop) for _ in range(min(len(todo), concurrency * 2))))
-    finally: await backend.aclose()
+    finally:
+        if hasattr(backend, 'report'): run['stats'].endpoints = backend.report()
+        await backend.aclose()
     return r.replies
 
 # %% ../nbs/01a_runner.ipynb #7a1c0e25
@@ -308,7 +321,9 @@ def _ask_uncached(spec:ModelSpec,    # the model
                  )->dict:           # {cache key: Reply}
     "The replies to `todo` ({key: messages}), asked under a progress bar"
     bar, stop = _bar(stats.unique, stats.cached, spec.name, progress), threading.Event()
-    try: return _run_coroutine(lambda: _run_async(spec, todo, stop, stats=stats, bar=bar, **run), stop) if todo else {}
+    if not todo: return {}
+    try:
+        with _fewer_collections(): return _run_coroutine(lambda: _run_async(spec, todo, stop, stats=stats, bar=bar, **run), stop)
     finally:
         if bar is not None: bar.close()
 
@@ -354,7 +369,7 @@ def run_batch(prompts,                              # a table with prompt_id and
               *,
               system_prompt:str|None=SYSTEM_PROMPT, # the system message of every conversation (None: none)
               cache=None,                           # a path, a `ReplyCache`, None (settings().cache/replies.sqlite) or False (no cache)
-              concurrency:int|None=None,            # requests in flight (None: the model's, else its provider's)
+              concurrency:int|None=None,            # requests in flight (None: the model's, else its provider's; times its servers)
               temperature:float=0.0,                # sampling temperature
               max_tokens:int=512,                   # the longest reply, in tokens
               progress:bool=True,                   # show a progress bar and print the run's counters
@@ -374,7 +389,7 @@ def run_batch(prompts,                              # a table with prompt_id and
     else:
         params = dict(temperature=temperature, max_tokens=max_tokens, **gen)
         replies = _model_replies(spec, df.text.astype(str).tolist(), system_prompt, stats, cache=cache, progress=progress,
-                                 params=params, concurrency=concurrency or spec.concurrency or spec.kind.concurrency,
+                                 params=params, concurrency=concurrency or (spec.concurrency or spec.kind.concurrency) * len(spec.endpoints),
                                  limits=RateLimits(rpm or spec.rpm, tpm or spec.tpm, max_tokens),
                                  retries=retries, timeout=timeout, backoff=backoff)
     stats.wall_s = round(time.perf_counter() - t_start, 3)

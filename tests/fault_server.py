@@ -5,7 +5,9 @@ itself after `lifetime` seconds or `max_requests` requests, or when its parent p
 It is a raw asyncio HTTP/1.1 server (keep-alive, Content-Length bodies) so that it stays lean: the
 benchmarks run client and server on the same two cores.
 
-Every answer waits `latency` seconds, plus or minus up to `jitter` (uniform, seeded).
+Every answer waits `latency` seconds, plus or minus up to `jitter` (uniform, seeded). With `slots` > 0 the
+server works on at most that many requests at a time and queues the rest, like a GPU server with a batch
+limit: its capacity is `slots / latency` requests per second however many arrive.
 
 Faults, drawn at random per request with the given rates, or forced by a directive in the prompt:
 `[[fault:KIND]]` (every time) or `[[fault:KIND*N]]` (the first N requests of that prompt only).
@@ -31,10 +33,11 @@ class FaultServer:
     "The server's state and behaviour; `serve()` runs it on the current event loop"
     def __init__(self, port:int=0, latency:float=0.0, faults:dict|None=None, retry_after:float=1.0,
                  retry_after_ms:int|None=None, hang:float=30.0, lifetime:float=600.0, max_requests:int=1_000_000,
-                 seed:int=0, reply_words:int=8, jitter:float=0.0):
+                 seed:int=0, reply_words:int=8, jitter:float=0.0, slots:int=0):
         self.port, self.latency, self.jitter, self.faults = port, latency, jitter, dict(faults or {})
         self.retry_after, self.retry_after_ms, self.hang = retry_after, retry_after_ms, hang
-        self.lifetime, self.max_requests, self.reply_words = lifetime, max_requests, reply_words
+        self.lifetime, self.max_requests, self.reply_words, self.slots = lifetime, max_requests, reply_words, slots
+        self.gate = None                               # an asyncio.Semaphore of `slots`, made on the server's loop
         bad = set(self.faults) - set(KINDS)
         if bad: raise ValueError(f'unknown fault kinds {bad}; expected {KINDS}')
         self.rng = random.Random(seed)
@@ -147,7 +150,10 @@ class FaultServer:
         if fault == 'drop': return None
         if fault == 'timeout':
             await asyncio.sleep(self.hang); return None
-        if self.latency: await asyncio.sleep(self.delay())
+        if self.latency:
+            if self.gate is None: await asyncio.sleep(self.delay())
+            else:
+                async with self.gate: await asyncio.sleep(self.delay())
         if fault == '429':
             extra = {'Retry-After': f'{self.retry_after:g}'}
             if self.retry_after_ms is not None: extra['retry-after-ms'] = str(self.retry_after_ms)
@@ -188,6 +194,7 @@ class FaultServer:
     # -- lifecycle ------------------------------------------------------------------------------
     async def serve(self, ready=None):
         self._stop = asyncio.Event()
+        if self.slots: self.gate = asyncio.Semaphore(self.slots)
         server = await asyncio.start_server(self.handle, '127.0.0.1', self.port, backlog=1024)
         self.port = server.sockets[0].getsockname()[1]
         if ready: ready(self)
@@ -254,9 +261,10 @@ def main(argv=None):
     p.add_argument('--lifetime', type=float, default=600.0)
     p.add_argument('--max-requests', type=int, default=1_000_000)
     p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--slots', type=int, default=0, help='requests worked on at a time (0: no limit)')
     a = p.parse_args(argv)
     srv = FaultServer(a.port, a.latency, parse_faults(a.faults), a.retry_after, a.retry_after_ms, a.hang,
-                      a.lifetime, a.max_requests, a.seed, jitter=a.jitter)
+                      a.lifetime, a.max_requests, a.seed, jitter=a.jitter, slots=a.slots)
     def ready(s): print(json.dumps({'url': s.url, 'port': s.port}), flush=True)
     try: asyncio.run(srv.serve(ready))
     except KeyboardInterrupt: pass
