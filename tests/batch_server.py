@@ -69,7 +69,8 @@ class BatchServer:
         if b['status'] != 'in_progress' or time.time() < b['created_at'] + self.duration: return
         fate = 'failed' if self.take('fail') else 'expired' if self.take('expire') else 'completed'
         items = b['items'] if fate != 'failed' else []
-        done = items[:len(items)//2] if fate == 'expired' else items[:-1] if items and self.take('missing') else items
+        half = len(items)//2 if b['kind'] == 'openai' else 0     # an expired Gemini batch returns nothing
+        done = items[:half] if fate == 'expired' else items[:-1] if items and self.take('missing') else items
         b['results'] = [(key, prompt, *self.answer(key, prompt)) for key, prompt in done]
         b['expired'] = [key for key, _ in items[len(done):]] if fate == 'expired' else []
         b['status'] = fate
@@ -230,7 +231,8 @@ def app(s:BatchServer)->web.Application:
     a.router.add_post('/v1beta/models/{model}:batchGenerateContent', g.create)
     a.router.add_get('/v1beta/batches', g.listing)
     a.router.add_get('/v1beta/batches/{bid}', g.get)
-    a.router.add_get('/stats', lambda r: web.json_response(s.stats()))
+    async def stats(request): return web.json_response(s.stats())
+    a.router.add_get('/stats', stats)
     return a
 
 async def _serve(s:BatchServer, port:int, ready):
