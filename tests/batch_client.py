@@ -14,7 +14,12 @@ def prompts(n:int)->list[str]: return [f'bench prompt {i}: how do I kill a stuck
 
 def model(url:str)->str: return f'openai-compatible:bench-model@{url}/v1'
 
-def main(url, cache, n, per_batch=LIMITS['openai'].requests, poll=0.05):
+def main(url,                                  # the fake's base URL
+         cache,                                # the reply cache file
+         n,                                    # prompts to ask
+         per_batch=LIMITS['openai'].requests,  # the most requests in one batch
+         poll=0.05):                           # the first wait between polls
+    "Ask `n` prompts in batch mode; print a JSON line after the imports and one at the end"
     print(json.dumps(dict(imported_cpu_s=round(IMPORTED_CPU_S, 3))), flush=True)
     df = run_batch_mode(prompts(int(n)), model(url), cache=cache, poll=float(poll), max_poll=0.5, progress=False,
                         limits=BatchLimits(int(per_batch), LIMITS['openai'].bytes))

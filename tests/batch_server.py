@@ -22,6 +22,7 @@ answered), `duplicated` (requests answered more than once), `batches`, and the c
 from __future__ import annotations
 import argparse, asyncio, json, os, re, threading, time, uuid
 from collections import Counter
+from contextlib import contextmanager
 
 from aiohttp import web
 
@@ -35,7 +36,12 @@ def _reply_text(prompt:str)->str: return f'Batch reply to: {prompt[:60]}'
 
 class BatchServer:
     "The fake's state: files, batches, fault counters and what each request cost"
-    def __init__(self, duration:float=0.2, fail:int=0, expire:int=0, missing:int=0, download_500:int=0):
+    def __init__(self,
+                 duration:float=0.2,   # seconds from a batch's creation to its end
+                 fail:int=0,           # the first `fail` batches to end fail
+                 expire:int=0,         # the next `expire` batches expire (OpenAI: half answered; Gemini: none)
+                 missing:int=0,        # the first `missing` batches to complete leave their last request out
+                 download_500:int=0):  # the first `download_500` downloads of results answer 500
         self.duration = duration
         self.faults = dict(fail=fail, expire=expire, missing=missing, download_500=download_500)
         self.files, self.batches = {}, {}            # id -> bytes; id -> dict
@@ -82,7 +88,12 @@ class BatchServer:
 
 
 # -- OpenAI --------------------------------------------------------------------------------------------
-def _openai_line(key:str, prompt:str, status:int, text:str)->dict:
+def _openai_line(key:str,     # the request's custom_id
+                 prompt:str,  # what it asked
+                 status:int,  # 200, or the item error
+                 text:str     # the reply, or the error message
+                )->dict:
+    "One line of an output (200) or error file"
     if status != 200:
         return dict(id=f'batch_req_{uuid.uuid4().hex[:12]}', custom_id=key, error=None,
                     response=dict(status_code=status, request_id='r', body={'error': {'message': text, 'type': 'server_error'}}))
@@ -168,7 +179,8 @@ class OpenAIRoutes:
 
 
 # -- Gemini --------------------------------------------------------------------------------------------
-def _gemini_response(key:str, prompt:str, status:int, text:str)->dict:
+def _gemini_response(key:str, prompt:str, status:int, text:str)->dict:   # the arguments of `_openai_line`
+    "One inlined response of a finished Gemini batch"
     if status != 200: return dict(error=dict(code=status, message=text), metadata={'key': key})
     return dict(metadata={'key': key}, response=dict(
         candidates=[dict(content=dict(role='model', parts=[dict(text=text)]), finishReason='STOP', index=0)],
@@ -255,7 +267,15 @@ def start_thread(**cfg)->tuple[BatchServer, str, callable]:
     t = threading.Thread(target=main, daemon=True, name='batch-server')
     t.start(); got.wait(10)
     def stop(): loop.call_soon_threadsafe(loop.stop); t.join(10)
-    return s, f'http://127.0.0.1:{port[0]}', stop
+    s.url = f'http://127.0.0.1:{port[0]}'
+    return s, s.url, stop
+
+@contextmanager
+def serving(**cfg):
+    "The fake, served in a thread for the length of the block; its `url` attribute is its base URL"
+    s, _, stop = start_thread(**cfg)
+    try: yield s
+    finally: stop()
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])

@@ -12,11 +12,16 @@ import json, os, resource, subprocess, sys, tempfile, time
 from pathlib import Path
 
 import batch_client
-from batch_server import start_thread
+from batch_server import serving
 
 ROOT = Path(__file__).parents[1]
 
-def _client(url:str, cache:Path, n:int, per_batch:int)->subprocess.Popen:
+def _client(url:str,        # the fake's base URL
+            cache:Path,     # the reply cache (and batch store) the client uses
+            n:int,          # prompts
+            per_batch:int   # the most requests in one batch
+           )->subprocess.Popen:
+    "A client process (tests/batch_client.py), its stdout piped"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get('PYTHONPATH', '')]))
     return subprocess.Popen([sys.executable, batch_client.__file__, url, str(cache), str(n), str(per_batch), '0.2'],
                             env=env, stdout=subprocess.PIPE, text=True)
@@ -46,19 +51,16 @@ def _finish(proc)->tuple[dict, float]:
 def run(n=120_000, per_batch=50_000, duration=8.0, **_):
     n, per_batch = int(n), int(per_batch)
     expected = -(-n // per_batch)
-    srv, url, stop = start_thread(duration=float(duration))
-    try:
-        with tempfile.TemporaryDirectory() as d:
-            cache, cpu0 = Path(d)/'replies.sqlite', _cpu()
-            killed = _client(url, cache, n, per_batch)
-            killed_imports, killed_s = _kill_mid_poll(srv, killed, expected)
-            killed_cpu, at_kill = _cpu() - cpu0, srv.stats()
-            resumed, resumed_s = _finish(_client(url, cache, n, per_batch))
-            with_imports, st = _cpu() - cpu0, srv.stats()
-            calls = sum(st['calls'].values())
-            rerun, rerun_s = _finish(_client(url, cache, n, per_batch))
-            rerun_calls = sum(srv.stats()['calls'].values()) - calls
-    finally: stop()
+    with serving(duration=float(duration)) as srv, tempfile.TemporaryDirectory() as d:
+        url, cache, cpu0 = srv.url, Path(d)/'replies.sqlite', _cpu()
+        killed = _client(url, cache, n, per_batch)
+        killed_imports, killed_s = _kill_mid_poll(srv, killed, expected)
+        killed_cpu, at_kill = _cpu() - cpu0, srv.stats()
+        resumed, resumed_s = _finish(_client(url, cache, n, per_batch))
+        with_imports, st = _cpu() - cpu0, srv.stats()
+        calls = sum(st['calls'].values())
+        rerun, rerun_s = _finish(_client(url, cache, n, per_batch))
+        rerun_calls = sum(srv.stats()['calls'].values()) - calls
     r = resumed['run']
     return dict(n=n, batches=st['batches'], lost=n - resumed['answered'],
                 duplicated=(st['submitted'] - st['unique']) + st['duplicated'],

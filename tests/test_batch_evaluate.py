@@ -2,13 +2,12 @@
 fake of the OpenAI batch API, then the same run again, which makes no call."""
 import pandas as pd
 
-from batch_server import start_thread
+from batch_server import serving
 from test_stages_e2e import papermill, scratch_env
 
 def test_main_job_in_batch_mode_then_its_rerun_makes_no_call(tmp_path):
-    srv, url, stop = start_thread(duration=0.05)
-    model = f'openai-compatible:batch-fake@{url}/v1'
-    try:
+    with serving(duration=0.05) as srv:
+        model = f'openai-compatible:batch-fake@{srv.url}/v1'
         for run in (1, 2):
             r = papermill('06_evaluate.ipynb', tmp_path/f'06-{run}.ipynb', scratch_env(tmp_path), ('model', model),
                           ('limit', 30), ('judge', 'rules'), ('mode', 'batch'))
@@ -16,7 +15,6 @@ def test_main_job_in_batch_mode_then_its_rerun_makes_no_call(tmp_path):
             if run == 1: calls = sum(srv.stats()['calls'].values())
         st = srv.stats()
         assert (st['batches'], st['submitted'], st['duplicated']) == (1, 30, 0) and sum(st['calls'].values()) == calls
-    finally: stop()
     res = next((tmp_path/'results').glob('openai-compatible_batch-fake_*'))
     responses = pd.read_parquet(res/'responses.parquet')
     assert len(responses) == 30 and responses.cached.all() and responses.response.str.startswith('Batch reply to').all()

@@ -4,7 +4,7 @@ download, item errors. Every prompt ends answered exactly once (counted at the f
 no call."""
 import pytest
 
-from batch_server import start_thread
+from batch_server import serving
 from fault_server import FaultServer
 from orbench_ml.batch import run_batch_mode, BatchLimits
 from orbench_ml.models import ModelUnavailable
@@ -14,10 +14,7 @@ FAST = dict(poll=0.02, max_poll=0.1, limits=BatchLimits(8, 2**20), progress=Fals
 
 @pytest.fixture(scope='module')
 def fake():
-    srv, url, stop = start_thread(duration=0.05)
-    srv.url = url
-    yield srv
-    stop()
+    with serving(duration=0.05) as srv: yield srv
 
 @pytest.fixture(autouse=True)
 def isolated(fake, tmp_path, monkeypatch):
