@@ -16,6 +16,7 @@ from .core import (
 from .plots import as_list, model_slug, plot_style, save_figure
 from .models import is_baseline
 from .runner import run_batch, run_summary, SYSTEM_PROMPT
+from .batch import run_batch_mode
 from .judge import label_refusals
 from .embed import encode
 from . import extract
@@ -98,10 +99,13 @@ def evaluate(model:str,                 # a registry name of `01_models`
              temperature:float=0.0,     # sampling temperature
              max_tokens:int=512,        # the longest reply, in tokens
              progress:bool=True,        # show a progress bar
+             mode:str='online',         # online: one request per prompt; batch: the provider's batch API (`01c_batch`)
             )->pd.DataFrame:            # `prompts` joined with the replies and their labels
     "Run `model` on `prompts`, label the replies with `judge`, save both tables; return prompts joined with results"
-    responses = run_batch(prompts[['prompt_id', 'text']], model, system_prompt=system_prompt or SYSTEM_PROMPT,
-                          temperature=temperature, max_tokens=max_tokens, progress=progress)
+    runners = {'online': run_batch, 'batch': run_batch_mode}
+    if mode not in runners: raise ValueError(f'mode {mode!r}: expected online or batch')
+    responses = runners[mode](prompts[['prompt_id', 'text']], model, system_prompt=system_prompt or SYSTEM_PROMPT,
+                              temperature=temperature, max_tokens=max_tokens, progress=progress)
     view = prompts[['prompt_id', 'text', 'lang']].merge(responses, on='prompt_id')
     judged = label_refusals(view.rename(columns={'text': 'prompt'}), judge=judge)
     labels = pd.DataFrame({'prompt_id': view.prompt_id, 'model': model, **{c: judged[c].values for c in

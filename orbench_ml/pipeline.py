@@ -34,9 +34,10 @@ def plan(models=('keyword-baseline',), # registry names, each evaluated by a sta
          judge:str='offline',   # judge of the evaluate stages
          k:int=1,               # hard subset: prompts refused by at least `k` models
          limit:int=0,           # prompts per evaluation; 0: all
+         mode:str='online',     # evaluations: online, or batch (the providers' batch APIs)
         )->list[Stage]:
     "The stages of a full regeneration for `models`, in order"
-    evals = [Stage(f'06_evaluate-{model_slug(m)}', '06_evaluate.ipynb', dict(model=m, judge=judge, limit=limit),
+    evals = [Stage(f'06_evaluate-{model_slug(m)}', '06_evaluate.ipynb', dict(model=m, judge=judge, limit=limit, mode=mode),
                    SHIPPED_DATA) for m in models]
     return [Stage('03_extract', '03_extract.ipynb', {}, SHIPPED_DATA),
             Stage('04_rewrite', '04_rewrite.ipynb', dict(generator=generator), SHIPPED_DATA),
@@ -110,11 +111,12 @@ def main(argv=None):
     p.add_argument('--judge', default='offline', help='judge of the evaluate stage')
     p.add_argument('--k', type=int, default=1, help='hard subset: prompts refused by at least k models')
     p.add_argument('--limit', type=int, default=0, help='prompts per evaluation (0 = all)')
+    p.add_argument('--mode', choices=('online', 'batch'), default='online', help="evaluations: online, or the providers' batch APIs")
     p.add_argument('--out', default='out', help='folder for the executed notebooks')
     p.add_argument('--only', nargs='*', help='run only the stages whose names start with these')
     p.add_argument('--force', action='store_true', help='run every stage even if its inputs did not change')
     a = p.parse_args(argv)
-    stages = plan(a.models, a.generator, a.judge, a.k, a.limit)
+    stages = plan(a.models, a.generator, a.judge, a.k, a.limit, a.mode)
     if a.only: stages = [s for s in stages if any(s.name.startswith(o) for o in a.only)]
     try: run_pipeline(stages, a.out, a.force)
     except StageFailed as e:
