@@ -181,7 +181,7 @@ def _value_check(fn, msg:str)->pa.Check:
 def _column_schema(c:Col)->pa.Column:
     "The pandera column of `c`: its kind, empty cells, encoding, vocabulary and its own checks"
     checks = [pa.Check(lambda s: ~s.str.contains('\ufffd', regex=False), error=_FFFD)] if c.kind == 'str' else []
-    if c.kind == 'str' and c.required: checks.append(pa.Check.str_contains(r'\S', error='empty value'))
+    if c.kind == 'str' and c.required: checks.append(pa.Check(lambda s: s.str.strip() != '', error='empty value'))
     if c.allowed is not None:
         allowed = c.allowed if c.required else c.allowed + ('',)
         checks.append(pa.Check.isin(allowed, error=f'unknown value {{value}}, expected one of {", ".join(c.allowed)}'))
@@ -274,7 +274,7 @@ def validate(df:pd.DataFrame, table:str, path=None)->pd.DataFrame:
     if table not in TABLES: raise KeyError(f'unknown table {table!r}; expected one of {", ".join(TABLES)}')
     df = _add_optional(df.copy(), table)
     faults = _plain_faults(df, table) + _parse_kinds(df, table)
-    try: df = table_schema(table).validate(df, lazy=True)
+    try: df = table_schema(table).validate(df, lazy=True, inplace=True)   # df is our copy already
     except pa.errors.SchemaErrors as e: faults += _faults_from(e.failure_cases, df, table)
     if faults: raise _table_error(df, faults, table, path)
     return df
