@@ -6,16 +6,19 @@
 from __future__ import annotations
 import csv, io, json, os, re, tempfile, hashlib
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pandera.pandas as pa
 
 # %% auto #0
 __all__ = ['CATEGORIES', 'REQUIRED_LANGUAGES', 'LANGUAGES', 'METHOD_FAMILIES', 'REWRITE_METHODS', 'METHODS', 'PROMPT_LABELS',
            'REPLY_LABELS', 'REFUSAL_LABELS', 'STRICT_REFUSAL_LABELS', 'FINISH_REASONS', 'TABLES', 'KEYS',
-           'PROVIDER_NAMES', 'PATTERN_KINDS', 'NONEMPTY', 'FORMATS', 'method_family', 'Col', 'columns', 'TableError',
-           'validate', 'read_table', 'atomic_write_bytes', 'write_table', 'Settings', 'settings', 'text_hash']
+           'PROVIDER_NAMES', 'PATTERN_KINDS', 'NONEMPTY', 'OPEN_TABLES', 'FORMATS', 'method_family', 'Col', 'columns',
+           'TableError', 'table_schema', 'validate', 'read_table', 'atomic_write_bytes', 'write_table', 'Settings',
+           'settings', 'text_hash']
 
 # %% ../nbs/00_core.ipynb #97e7dbeb
 CATEGORIES = {
@@ -97,7 +100,13 @@ PROVIDER_NAMES = ('ollama', 'lmstudio', 'vllm', 'openai-compatible', 'openai', '
                   'keyword-baseline')   # the providers a model registry may name (models.PROVIDERS)
 PATTERN_KINDS = ('refusal', 'hedge', 'not_refusal', 'disclaimer', 'pivot', 'offer', 'resource', 'compliance')
 
+_PATTERN_MAX = 5_000   # characters; the longest shipped pattern has 767
+
+def _short(s:str)->bool: return len(s) <= _PATTERN_MAX
+
 def _is_regex(s:str)->bool:
+    "Does `s` compile? (An overlong `s` is not tried: Python's regex parser, written in Python, is slow on it)"
+    if not _short(s): return False
     try: re.compile(s)
     except (re.error, RecursionError, OverflowError): return False   # deep nesting overflows the parser's stack
     return True
@@ -123,11 +132,17 @@ TABLES |= {
                      *_optional('labeller', 'note', 'labelled_at', 'prompt', 'response'),
                      *_optional('lang', allowed=tuple(LANGUAGES))),
     'patterns': (Col('line', 'int'), Col('section', allowed=PATTERN_KINDS + ('settings',)),
-                 Col('pattern', check=((_is_regex, 'bad regular expression'),
+                 Col('pattern', check=((_short, f'longer than {_PATTERN_MAX:,} characters'),
+                                       (_is_regex, 'bad regular expression'),
                                        (_lower_case, 'upper-case letters: patterns see lower-cased text, write them in lower case')))),
 }
 KEYS |= {'models': ['name'], 'lexicon': ['term', 'lang'], 'labelled_replies': ['reply_id'], 'human_labels': [], 'patterns': []}
 NONEMPTY = ('lexicon', 'labelled_replies')   # tables that are useless without a row
+
+# %% ../nbs/00_core.ipynb #1f406b20
+TABLES['xstest_labels'] = (Col('label', allowed=('safe', 'unsafe')),)
+KEYS['xstest_labels'] = []
+OPEN_TABLES = ('xstest_labels',)   # tables whose files carry columns of their own: only the declared ones are checked
 
 # %% ../nbs/00_core.ipynb #97549771
 class TableError(ValueError):
@@ -156,15 +171,38 @@ def _fmt_value(v)->str:
     return s if len(s) < 60 else s[:57] + '...\''
 
 # %% ../nbs/00_core.ipynb #3c86a03d
-def _columns_faults(df:pd.DataFrame, table:str)->list[tuple]:
-    "Missing and unexpected columns; adds the optional columns `df` lacks"
-    names, expected = columns(table), ', '.join(columns(table))
-    faults = [(None, c.name, f'missing column (expected {expected})') for c in TABLES[table]
-              if c.name not in df and not c.optional]
-    faults += [(None, c, f'unexpected column (expected {expected})') for c in df.columns if c not in names and c != 'line']
+_DTYPES = {'str': None, 'float': 'float64', 'int': 'Int64', 'bool': 'boolean'}   # text: made text before pandera (see below)
+_FFFD = 'bad encoding: U+FFFD replacement character (was the file UTF-8?) (value {value})'
+
+def _value_check(fn, msg:str)->pa.Check:
+    "A `Col.check` pair as an element-wise pandera check (a blank value passes: emptiness is checked apart)"
+    return pa.Check(lambda v: not str(v).strip() or bool(fn(v)), element_wise=True, error=f'{msg} (value {{value}})')
+
+def _column_schema(c:Col)->pa.Column:
+    "The pandera column of `c`: its kind, empty cells, encoding, vocabulary and its own checks"
+    checks = [pa.Check(lambda s: ~s.str.contains('\ufffd', regex=False), error=_FFFD)] if c.kind == 'str' else []
+    if c.kind == 'str' and c.required: checks.append(pa.Check(lambda s: s.str.strip() != '', error='empty value'))
+    if c.allowed is not None:
+        allowed = c.allowed if c.required else c.allowed + ('',)
+        checks.append(pa.Check.isin(allowed, error=f'unknown value {{value}}, expected one of {", ".join(c.allowed)}'))
+    checks += [_value_check(fn, msg) for fn, msg in c.checks]
+    return pa.Column(_DTYPES[c.kind], checks, nullable=not c.required, required=not c.optional)
+
+# %% ../nbs/00_core.ipynb #14f69333
+@lru_cache(maxsize=None)
+def table_schema(table:str)->pa.DataFrameSchema:
+    "The pandera schema of `table`"
+    cols = {'line': pa.Column(nullable=True, required=False)} | {c.name: _column_schema(c) for c in TABLES[table]}
+    rows = [pa.Check(lambda df: len(df) > 0, error='no rows: the table has a header but no data')] if table in NONEMPTY else []
+    return pa.DataFrameSchema(cols, checks=rows, strict=table not in OPEN_TABLES, unique=KEYS[table] or None,
+                              report_duplicates='exclude_first')   # unnamed: a whole-table fault names no column
+
+# %% ../nbs/00_core.ipynb #449b8bda
+def _add_optional(df:pd.DataFrame, table:str)->pd.DataFrame:
+    "`df` with the optional columns of `table` that it lacks, empty"
     for c in TABLES[table]:
         if c.optional and c.name not in df: df[c.name] = '' if c.kind == 'str' else np.nan
-    return faults
+    return df
 
 _NOT_SCALAR = (list, tuple, dict, set, bytes, bytearray, np.ndarray)
 
@@ -184,11 +222,14 @@ _TRUE, _FALSE = {'true', '1', 'yes'}, {'false', '0', 'no'}
 _INT_MAX = 2**63 - 1
 
 def _parse_kinds(df:pd.DataFrame, table:str)->list[tuple]:
-    "Parse number and bool columns in place (CSV gives text); return (row, column, message) faults"
+    "Give each column its kind in place: text as text, numbers and booleans parsed; return (row, column, message) faults"
     faults = []
     for c in TABLES[table]:
-        if c.kind == 'str' or c.name not in df.columns: continue
+        if c.name not in df.columns: continue
         s = df[c.name]
+        if c.kind == 'str':
+            if not isinstance(s.dtype, pd.StringDtype): df[c.name] = s.astype(str)
+            continue
         text = s.astype('string').str.strip().str.lower()
         empty = s.isna() | (text == '')
         if c.kind == 'bool':
@@ -205,54 +246,38 @@ def _parse_kinds(df:pd.DataFrame, table:str)->list[tuple]:
     return faults
 
 # %% ../nbs/00_core.ipynb #17931485
-_FFFD = 'bad encoding: U+FFFD replacement character (was the file UTF-8?)'
+_PANDERA_FAULTS = {'column_in_dataframe': 'missing column (expected {expected})', 'not_nullable': 'empty value',
+                   'column_in_schema': 'unexpected column (expected {expected})'}
 
-def _cell_fault(v, c:Col)->str|None:
-    "The first fault of one (parsed) value of column `c`: encoding, emptiness, vocabulary, the column's checks"
-    if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)): return 'empty value' if c.required else None
-    text = str(v)
-    if c.kind == 'str' and '\ufffd' in text: return f'{_FFFD} (value {_fmt_value(v)})'
-    if c.required and c.kind == 'str' and not text.strip(): return 'empty value'
-    if c.allowed is not None and text not in c.allowed and text != '':
-        return f'unknown value {_fmt_value(v)}, expected one of {", ".join(c.allowed)}'
-    if not text.strip(): return None
-    return next((f'{msg} (value {_fmt_value(v)})' for fn, msg in c.checks if not fn(text)), None)
-
-def _value_faults(df:pd.DataFrame, c:Col)->list[tuple]:
-    "The faults of the cells of column `c` (text columns become strings); each distinct value is checked once"
-    if c.kind == 'str' and not isinstance(df[c.name].dtype, pd.StringDtype): df[c.name] = df[c.name].astype(str)
-    values = df[c.name].tolist()
-    msgs = {v: m for v in dict.fromkeys(values) if (m := _cell_fault(v, c))}
-    return [(df.index[i], c.name, msgs[v]) for i, v in enumerate(values) if v in msgs] if msgs else []
-
-def _key_faults(df:pd.DataFrame, table:str)->list[tuple]:
-    "Rows whose key repeats an earlier row's"
-    keys = KEYS[table]
-    if not keys or any(k not in df for k in keys): return []
-    dup = df.duplicated(keys, keep='first')
-    return [(i, keys[0], f'duplicate key ({", ".join(f"{k}={df.at[i, k]!r}" for k in keys)}) appears earlier in the table')
-            for i in df.index[dup]]
-
-# %% ../nbs/00_core.ipynb #51605660
-def _table_faults(df:pd.DataFrame, table:str)->list[tuple]:
-    faults = _columns_faults(df, table) + _plain_faults(df, table) + _parse_kinds(df, table)
-    for c in TABLES[table]:
-        if c.name in df: faults += _value_faults(df, c)
-    faults += _key_faults(df, table)
-    if table in NONEMPTY and not len(df): faults.append((None, None, 'no rows: the table has a header but no data'))
+def _faults_from(cases:pd.DataFrame, df:pd.DataFrame, table:str)->list[tuple]:
+    "pandera's failure cases as (index, column, message) faults"
+    expected, keys, faults = ', '.join(columns(table)), KEYS[table], []
+    for col, check, case, i in zip(cases['column'], cases['check'], cases['failure_case'], cases['index']):
+        if check in ('column_in_dataframe', 'column_in_schema'): col = case   # the case is the column's name
+        if 'uniqueness' in check:
+            col, msg = keys[0], f'duplicate key ({", ".join(f"{k}={df.at[i, k]!r}" for k in keys)}) appears earlier in the table'
+        else: msg = _PANDERA_FAULTS.get(check, check).replace('{expected}', expected).replace('{value}', _fmt_value(case))
+        faults.append((i, col, msg))
     return faults
 
-def validate(df:pd.DataFrame, table:str, path=None)->pd.DataFrame:
-    "Check `df` against the contract of `table`; return it with parsed kinds, or raise `TableError`"
-    if table not in TABLES: raise KeyError(f'unknown table {table!r}; expected one of {", ".join(TABLES)}')
-    df = df.copy()
-    faults = _table_faults(df, table)
-    if not faults: return df
+# %% ../nbs/00_core.ipynb #51605660
+def _table_error(df:pd.DataFrame, faults:list[tuple], table:str, path)->TableError:
+    "The `TableError` of `faults`: the first fault of each cell, in the order of the rows, at their file lines"
     pos = {idx: i+1 for i, idx in enumerate(df.index)}
     lines = dict(zip(df.index, df['line'])) if 'line' in df else {}
-    faults = list({(row, col): (row, col, msg) for row, col, msg in reversed(faults)}.values())[::-1]  # first fault per cell
+    faults = list({(row, col): (row, col, msg) for row, col, msg in reversed(faults)}.values())[::-1]
     faults.sort(key=lambda f: (pos.get(f[0], 0), str(f[1])))
-    raise TableError([f'{_where(path, pos.get(row), col, lines.get(row))}: {msg}' for row, col, msg in faults], path, table)
+    return TableError([f'{_where(path, pos.get(row), col, lines.get(row))}: {msg}' for row, col, msg in faults], path, table)
+
+def validate(df:pd.DataFrame, table:str, path=None)->pd.DataFrame:
+    "Check `df` against the contract of `table`; return it with parsed kinds and all its columns, or raise `TableError`"
+    if table not in TABLES: raise KeyError(f'unknown table {table!r}; expected one of {", ".join(TABLES)}')
+    df = _add_optional(df.copy(), table)
+    faults = _plain_faults(df, table) + _parse_kinds(df, table)
+    try: df = table_schema(table).validate(df, lazy=True, inplace=True)   # df is our copy already
+    except pa.errors.SchemaErrors as e: faults += _faults_from(e.failure_cases, df, table)
+    if faults: raise _table_error(df, faults, table, path)
+    return df
 
 # %% ../nbs/00_core.ipynb #39dcd71d
 FORMATS = ('.csv', '.jsonl', '.parquet')
