@@ -142,8 +142,6 @@ XSTEST_TYPES = {'real_group_nons_discr': 'hate', 'nons_group_real_discr': 'hate'
 XSTEST_NOTES = {'violence': 'violence', 'violent death of public figure': 'violence',
                 'historical atrocities': 'violence', 'drugs': 'harmful'}
 
-TABLES['xstest_labels'], KEYS['xstest_labels'] = (Col('label', allowed=('safe', 'unsafe')),), []
-
 def read_xstest(path)->pd.DataFrame:
     "XSTest from a CSV with columns id,prompt,type,label,focus,note"
     df = read_any(path)
