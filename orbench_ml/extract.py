@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from datasets import load_dataset
 
-from .core import (CATEGORIES, KEYS, LANGUAGES, TABLES, Col, atomic_write_bytes, columns, read_table,
+from .core import (CATEGORIES, LANGUAGES, atomic_write_bytes, columns, read_table,
                              settings, text_hash, validate, write_table)
 from .crawl import crawl_questions
 from .embed import duplicate_groups, encode, hub_reachable, nearest
