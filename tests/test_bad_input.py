@@ -1,8 +1,11 @@
-"""Bad input gets one clear error that names the file, the row and the column of the fault."""
+"""Bad input gets one clear error that names the file, the row and the column of the fault.
+
+(The unknown category of a prompts CSV is checked in nbs/00_core.ipynb; tests/test_bad_input_generated.py
+feeds thousands of generated bad tables of every kind.)"""
 import json
 import pandas as pd
 import pytest
-from orbench_ml.core import TableError, read_table, write_table, validate, columns
+from orbench_ml.core import TableError, read_table, write_table
 
 def good_prompts(n=3):
     return pd.DataFrame(dict(
@@ -15,6 +18,12 @@ def good_responses(n=3):
     return pd.DataFrame(dict(prompt_id=[f'p{i}' for i in range(n)], model=['m']*n, response=['ok']*n,
         finish_reason=['stop']*n, error=['']*n, latency_s=['0.5']*n, input_tokens=['10']*n,
         output_tokens=['20']*n, cost_usd=['0.0']*n, cached=['false']*n))
+
+def good_labels(n=2):
+    return pd.DataFrame(dict(prompt_id=['a', 'b'][:n], model=['m']*n, label=['answer']*n, judge=['rules']*n,
+                             confidence=['0.9', '0.8'][:n], rationale=['']*n))
+
+GOOD = {'prompts': good_prompts, 'responses': good_responses, 'labels': good_labels}
 
 def csv_with(tmp_path, df, name='prompts.csv'):
     p = tmp_path/name
@@ -32,38 +41,32 @@ def set_cell(df, row, col, value):
 def test_good_table_reads(tmp_path):
     assert len(read_table(csv_with(tmp_path, good_prompts()), 'prompts')) == 3
 
-def test_missing_column(tmp_path):
-    msg = error_of(csv_with(tmp_path, good_prompts().drop(columns='category')), 'prompts')
-    assert 'prompts.csv' in msg and "column 'category': missing column" in msg
+@pytest.mark.parametrize('change,expected', [
+    (lambda df: df.drop(columns='category'), ('prompts.csv', "column 'category': missing column")),
+    (lambda df: df.assign(catgory='privacy'), ("column 'catgory': unexpected column",)),
+], ids=['missing column', 'unexpected column'])
+def test_column_fault(tmp_path, change, expected):
+    msg = error_of(csv_with(tmp_path, change(good_prompts())), 'prompts')
+    assert all(s in msg for s in expected), msg
 
-def test_unexpected_column(tmp_path):
-    msg = error_of(csv_with(tmp_path, good_prompts().assign(catgory='privacy')), 'prompts')
-    assert "column 'catgory': unexpected column" in msg
-
-def test_unknown_category(tmp_path):
-    msg = error_of(csv_with(tmp_path, set_cell(good_prompts(), 1, 'category', 'weapons')), 'prompts')
-    assert "prompts.csv, row 2 (line 3), column 'category'" in msg and "'weapons'" in msg
-
-def test_unknown_language(tmp_path):
-    msg = error_of(csv_with(tmp_path, set_cell(good_prompts(), 2, 'lang', 'english')), 'prompts')
-    assert "row 3 (line 4), column 'lang'" in msg and "'english'" in msg
-
-def test_unknown_prompt_label(tmp_path):
-    msg = error_of(csv_with(tmp_path, set_cell(good_prompts(), 0, 'label', 'harmless')), 'prompts')
-    assert "row 1 (line 2), column 'label'" in msg and 'safe, toxic' in msg
-
-def test_unknown_method(tmp_path):
-    msg = error_of(csv_with(tmp_path, set_cell(good_prompts(), 1, 'method', 'poem')), 'prompts')
-    assert "row 2 (line 3), column 'method'" in msg and "'poem'" in msg
-
-def test_empty_text(tmp_path):
-    msg = error_of(csv_with(tmp_path, set_cell(good_prompts(), 2, 'text', '   ')), 'prompts')
-    assert "row 3 (line 4), column 'text': empty value" in msg
-
-def test_duplicate_prompt_id(tmp_path):
-    df = set_cell(good_prompts(), 2, 'prompt_id', 'privacy-001-base-en')
-    msg = error_of(csv_with(tmp_path, df), 'prompts')
-    assert "row 3 (line 4), column 'prompt_id': duplicate key" in msg and 'privacy-001-base-en' in msg
+@pytest.mark.parametrize('table,row,col,value,expected', [
+    ('prompts', 2, 'lang', 'english', ("row 3 (line 4), column 'lang'", "'english'")),
+    ('prompts', 0, 'label', 'harmless', ("row 1 (line 2), column 'label'", 'safe, toxic')),
+    ('prompts', 1, 'method', 'poem', ("row 2 (line 3), column 'method'", "'poem'")),
+    ('prompts', 2, 'text', '   ', ("row 3 (line 4), column 'text': empty value",)),
+    ('prompts', 2, 'prompt_id', 'privacy-001-base-en', ("row 3 (line 4), column 'prompt_id': duplicate key", 'privacy-001-base-en')),
+    ('prompts', 0, 'text', 'caf\ufffd au lait', ("row 1 (line 2), column 'text': bad encoding",)),
+    ('labels', 1, 'label', 'refused', ("labels.csv, row 2 (line 3), column 'label'", 'answer, partial, refuse, blocked, unscored')),
+    ('responses', 1, 'finish_reason', 'content_filter', ("responses.csv, row 2 (line 3), column 'finish_reason'",)),
+    ('responses', 0, 'latency_s', 'fast', ("row 1 (line 2), column 'latency_s': not a number",)),
+    ('responses', 2, 'prompt_id', 'p0', ("row 3 (line 4), column 'prompt_id': duplicate key (prompt_id='p0', model='m')",)),
+    ('responses', 1, 'cached', 'maybe', ("row 2 (line 3), column 'cached': not true/false",)),
+], ids=['unknown language', 'unknown prompt label', 'unknown method', 'empty text', 'duplicate prompt_id',
+        'replacement character', 'unknown reply label', 'unknown finish_reason', 'not a number',
+        'duplicate response key', 'bad bool'])
+def test_cell_fault(tmp_path, table, row, col, value, expected):
+    msg = error_of(csv_with(tmp_path, set_cell(GOOD[table](), row, col, value), f'{table}.csv'), table)
+    assert all(s in msg for s in expected), msg
 
 def test_bad_encoding_latin1(tmp_path):
     p = tmp_path/'latin1.csv'
@@ -71,33 +74,6 @@ def test_bad_encoding_latin1(tmp_path):
     p.write_bytes(text.encode('latin-1'))
     msg = error_of(p, 'prompts')
     assert "latin1.csv, row 2 (line 3), column 'text': bad encoding" in msg
-
-def test_replacement_character(tmp_path):
-    msg = error_of(csv_with(tmp_path, set_cell(good_prompts(), 0, 'text', 'caf\ufffd au lait')), 'prompts')
-    assert "row 1 (line 2), column 'text': bad encoding" in msg
-
-def test_unknown_reply_label(tmp_path):
-    df = pd.DataFrame(dict(prompt_id=['a', 'b'], model=['m', 'm'], label=['answer', 'refused'], judge=['rules']*2,
-                           confidence=['0.9', '0.8'], rationale=['', '']))
-    msg = error_of(csv_with(tmp_path, df, 'labels.csv'), 'labels')
-    assert "labels.csv, row 2 (line 3), column 'label'" in msg and 'answer, partial, refuse, blocked, unscored' in msg
-
-def test_unknown_finish_reason(tmp_path):
-    msg = error_of(csv_with(tmp_path, set_cell(good_responses(), 1, 'finish_reason', 'content_filter'), 'responses.csv'), 'responses')
-    assert "responses.csv, row 2 (line 3), column 'finish_reason'" in msg
-
-def test_not_a_number(tmp_path):
-    msg = error_of(csv_with(tmp_path, set_cell(good_responses(), 0, 'latency_s', 'fast'), 'responses.csv'), 'responses')
-    assert "row 1 (line 2), column 'latency_s': not a number" in msg
-
-def test_duplicate_response_key(tmp_path):
-    df = set_cell(good_responses(), 2, 'prompt_id', 'p0')
-    msg = error_of(csv_with(tmp_path, df, 'responses.csv'), 'responses')
-    assert "row 3 (line 4), column 'prompt_id': duplicate key (prompt_id='p0', model='m')" in msg
-
-def test_bad_bool(tmp_path):
-    msg = error_of(csv_with(tmp_path, set_cell(good_responses(), 1, 'cached', 'maybe'), 'responses.csv'), 'responses')
-    assert "row 2 (line 3), column 'cached': not true/false" in msg
 
 def test_invalid_jsonl_line(tmp_path):
     p = tmp_path/'prompts.jsonl'
