@@ -10,6 +10,7 @@ from pathlib import Path
 
 import ipywidgets as W
 import matplotlib.pyplot as plt
+from fastcore.basics import patch
 import numpy as np
 import pandas as pd
 from IPython.display import display
@@ -41,7 +42,12 @@ def read_human_labels(path, latest:bool=True)->pd.DataFrame:
     df = _read_labels(path)
     return df.drop_duplicates(['reply_id', 'labeller'], keep='last').reset_index(drop=True) if latest else df
 
-def save_label(path, reply_id:str, label:str, labeller:str='', note:str='')->pd.DataFrame:
+def save_label(path,                # the human labels CSV (created when missing)
+               reply_id:str,        # the reply labelled
+               label:str,           # one of the reply labels
+               labeller:str='',     # who labelled it
+               note:str=''          # a free note
+              )->pd.DataFrame:
     "Add one label to `path` with an atomic rewrite; return the full history"
     if label not in REPLY_LABELS: raise ValueError(f'unknown label {label!r}, expected one of {", ".join(REPLY_LABELS)}')
     hist = read_human_labels(path, latest=False)
@@ -79,24 +85,28 @@ class LabelSession:
     @property
     def progress(self)->tuple[int, int]: return sum(r in self.labels for r in self.replies.reply_id), len(self.replies)
 
-    def label(self, label:str, note:str=''):
-        "Save `label` for the current reply and move to the next unlabelled one"
-        if self.done: raise IndexError('all replies are labelled')
-        label = LABEL_KEYS.get(label, label)
-        rid = self.current.reply_id
-        save_label(self.path, rid, label, self.labeller, note)
-        self.labels[rid] = label
-        self.pos = self.first_unlabelled(self.pos + 1)
-        return self
+# %% ../nbs/09_human.ipynb #5d6e3515
+@patch
+def label(self:LabelSession, label:str, note:str=''):
+    "Save `label` for the current reply and move to the next unlabelled one"
+    if self.done: raise IndexError('all replies are labelled')
+    label = LABEL_KEYS.get(label, label)
+    rid = self.current.reply_id
+    save_label(self.path, rid, label, self.labeller, note)
+    self.labels[rid] = label
+    self.pos = self.first_unlabelled(self.pos + 1)
+    return self
 
-    def back(self):
-        "Go to the previous reply (to correct it)"
-        self.pos = max(0, min(self.pos, len(self.replies)) - 1); return self
+@patch
+def back(self:LabelSession):
+    "Go to the previous reply (to correct it)"
+    self.pos = max(0, min(self.pos, len(self.replies)) - 1); return self
 
-    def skip(self):
-        "Leave the current reply for later"
-        if not self.done: self.pos = min(self.pos + 1, len(self.replies))
-        return self
+@patch
+def skip(self:LabelSession):
+    "Leave the current reply for later"
+    if not self.done: self.pos = min(self.pos + 1, len(self.replies))
+    return self
 
 # %% ../nbs/09_human.ipynb #8efc26df
 class LabelWidget(LabelSession):
@@ -120,31 +130,36 @@ class LabelWidget(LabelSession):
                            W.HBox([self.back_button, self.skip_button, self.keys, self.note])])
         self.render()
 
-    def press(self, label:str):
-        "What a button or a key does: save the label, clear the note, show the next reply"
-        if self.done: return
-        self.label(label, self.note.value.strip())
-        self.note.value = ''
-        self.render()
-
-    def _on_key(self, change):
-        key = str(change['new'] or '').strip().lower()[-1:]
-        if key:
-            self.keys.value = ''
-            if key in LABEL_KEYS: self.press(LABEL_KEYS[key])
-
-    def render(self):
-        n, total = self.progress
-        self.bar.value, self.status.value = n, f'{n}/{total} labelled' + (' — all done' if self.done else '')
-        if self.done: self.view.value = '<b>All replies are labelled.</b>'; return
-        r = self.current
-        mine = self.labels.get(r.reply_id)
-        esc = lambda s: html.escape(str(s)).replace('\n', '<br>')
-        self.view.value = (f'<div style="max-width:60em"><p><small>{esc(r.reply_id)} · {esc(r.get("lang", ""))}'
-                           f'{" · labelled: " + mine if mine else ""}</small></p>'
-                           f'<p><b>Prompt</b><br>{esc(r.prompt)}</p><p><b>Reply</b><br>{esc(r.response)}</p></div>')
-
     def _ipython_display_(self): display(self.box)
+
+# %% ../nbs/09_human.ipynb #2a8bfd4d
+@patch
+def press(self:LabelWidget, label:str):
+    "What a button or a key does: save the label, clear the note, show the next reply"
+    if self.done: return
+    self.label(label, self.note.value.strip())
+    self.note.value = ''
+    self.render()
+
+@patch
+def _on_key(self:LabelWidget, change):
+    key = str(change['new'] or '').strip().lower()[-1:]
+    if key:
+        self.keys.value = ''
+        if key in LABEL_KEYS: self.press(LABEL_KEYS[key])
+
+@patch
+def render(self:LabelWidget):
+    "Show the progress and the current reply (its prompt, and the label already given, if any)"
+    n, total = self.progress
+    self.bar.value, self.status.value = n, f'{n}/{total} labelled' + (' — all done' if self.done else '')
+    if self.done: self.view.value = '<b>All replies are labelled.</b>'; return
+    r = self.current
+    mine = self.labels.get(r.reply_id)
+    esc = lambda s: html.escape(str(s)).replace('\n', '<br>')
+    self.view.value = (f'<div style="max-width:60em"><p><small>{esc(r.reply_id)} · {esc(r.get("lang", ""))}'
+                       f'{" · labelled: " + mine if mine else ""}</small></p>'
+                       f'<p><b>Prompt</b><br>{esc(r.prompt)}</p><p><b>Reply</b><br>{esc(r.response)}</p></div>')
 
 # %% ../nbs/09_human.ipynb #879179bf
 def export_for_labelling(replies:pd.DataFrame, path, labeller:str='')->Path:
@@ -190,7 +205,11 @@ def human_agreement(labels:pd.DataFrame)->pd.DataFrame:
     return pd.DataFrame(rows, columns=['a', 'b', 'n', 'agreement', 'kappa'])
 
 # %% ../nbs/09_human.ipynb #1effdb73
-def _kappa_bars(ax, table:pd.DataFrame, judges:list, by:str):
+def _kappa_bars(ax,                  # the axes to draw in
+                table:pd.DataFrame,  # `judge.agreement`'s table
+                judges:list,         # the judges, in the order to show them
+                by:str               # the grouping column (the language)
+               ):
     "Cohen's kappa of each judge per value of `by`, as grouped bars with their values"
     k = table[table[by] != 'all'].pivot(index='judge', columns=by, values='kappa').reindex(judges)
     k.plot.bar(ax=ax, rot=0, width=0.75)
@@ -211,7 +230,12 @@ def _confusion_panel(ax, m:pd.DataFrame, title:str):
     ax.grid(False)
 
 # %% ../nbs/09_human.ipynb #73417787
-def plot_agreement(human:pd.DataFrame, judged:dict, name:str='judge_agreement', by:str='lang', cols:int=3)->list[Path]:
+def plot_agreement(human:pd.DataFrame,         # the human labels (`label`, and the `by` column)
+                   judged:dict,                # {judge: labels aligned with `human`}
+                   name:str='judge_agreement', # the figure's file name (PNG and SVG)
+                   by:str='lang',              # kappa per value of this column
+                   cols:int=3                  # confusion matrices per row
+                  )->list[Path]:
     "Kappa per judge and language, and a grid of confusion matrices (`cols` a row); saved as PNG and SVG"
     plot_style()
     table = agreement(human, judged, by).set_index(['judge', by])

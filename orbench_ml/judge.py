@@ -164,14 +164,22 @@ def cheap_stage_features(texts, langs, evs:list[Evidence]|None=None):
     texts = [str(t) for t in texts]
     return sparse.hstack([ngram_features(texts), sparse.csr_matrix(cheap_features(texts, langs, evs))]).tocsr()
 
-def features(texts, langs, embedder=None, evs:list[Evidence]|None=None)->np.ndarray:
+def features(texts,                          # the replies
+             langs,                          # the language of each (as given: the rules read each in its script's)
+             embedder=None,                  # the sentence embedder (default: `embed`'s)
+             evs:list[Evidence]|None=None    # the replies' evidences, when already computed
+            )->np.ndarray:
     "The embedding stage's features: the embedding of each reply's opening, and its evidence"
     texts = [str(t) for t in texts]
     head = np.asarray(encode([t.strip()[:CLASSIFIER['head_chars']] or ' ' for t in texts], embedder=embedder), dtype=np.float32)
     return np.hstack([head, cheap_features(texts, langs, evs)])
 
 # %% ../nbs/05_judge.ipynb #5f9ee56f
-def _fit(X, y, C:float, seed:int=0):
+def _fit(X,             # features
+         y,             # labels
+         C:float,       # inverse regularisation strength
+         seed:int=0     # of the cross-validation folds
+        ):
     "A calibrated, class-balanced logistic regression on X, and its cross-validated accuracy"
     folds = max(2, min(5, Counter(y).most_common()[-1][1]))
     cv = StratifiedKFold(folds, shuffle=True, random_state=seed)
@@ -183,11 +191,20 @@ def _fit(X, y, C:float, seed:int=0):
         est.fit(X, y)
     return est, float((cv_pred == y).mean())
 
-def fit_classifier(texts, langs, labels, embedder=None, seed:int=0):
+def fit_classifier(texts,          # the training replies
+                   langs,          # their languages
+                   labels,         # their labels (answer, partial, refuse)
+                   embedder=None,  # the sentence embedder (default: `embed`'s)
+                   seed:int=0      # of the cross-validation folds
+                  ):
     "Fit the embedding stage; return (estimator, cross-validated accuracy)"
     return _fit(features(texts, langs, embedder), np.asarray(labels), CLASSIFIER['C'], seed)
 
-def fit_cheap(texts, langs, labels, seed:int=0):
+def fit_cheap(texts,       # the training replies
+              langs,       # their languages
+              labels,      # their labels (answer, partial, refuse)
+              seed:int=0   # of the cross-validation folds
+             ):
     "Fit the cheap stage; return (estimator, cross-validated accuracy)"
     return _fit(cheap_stage_features(texts, langs), np.asarray(labels), CLASSIFIER['cheap_C'], seed)
 
@@ -221,7 +238,11 @@ def train_classifier(path=None, embedder=None, cache:bool=True)->dict:
 def _classifier(path:str|None, embedder)->dict: return train_classifier(path, embedder)
 
 # %% ../nbs/05_judge.ipynb #d91aa46f
-def _proba_frame(proba, classes, index, stage:str)->pd.DataFrame:
+def _proba_frame(proba,      # class probabilities, a row per reply
+                 classes,    # the classes of the columns
+                 index,      # the replies' index
+                 stage:str   # the stage, for the rationale
+                )->pd.DataFrame:
     "Labels from class probabilities (p(partial) weighted by `partial_weight`), their confidence and rationale"
     w = np.where(np.asarray(classes) == 'partial', CLASSIFIER['partial_weight'], 1.0)
     best = (proba * w).argmax(1)
@@ -236,7 +257,11 @@ def _embedding_stage(r:pd.DataFrame, m:dict, evs:list[Evidence])->pd.DataFrame:
     X = features(r.response.tolist(), r.lang.tolist(), m['embedder'], evs)
     return _proba_frame(m['estimator'].predict_proba(X), np.asarray(m['classes']), r.index, 'embedding')
 
-def _cascade(r:pd.DataFrame, m:dict, evs:list[Evidence], cheap_min:float|None):
+def _cascade(r:pd.DataFrame,            # checked replies
+             m:dict,                    # the trained classifier
+             evs:list[Evidence],        # their evidences
+             cheap_min:float|None       # the cheap stage decides from this confidence (None: never)
+            ):
     "The cheap stage's frame where it reaches `cheap_min`, and the positions left to the embedding stage"
     if cheap_min is None or 'cheap' not in m or not len(r):
         return _proba_frame(np.zeros((0, len(m['classes']))), np.asarray(m['classes']), r.index[:0], ''), np.arange(len(r))
@@ -301,7 +326,12 @@ def _ready_classifier(model:dict|None, embedder)->dict:
     get_embedder(m['embedder']).fn
     return m
 
-def _classify(rb:pd.DataFrame, m:dict, evs:list[Evidence], cheap_min:float, pool)->list:
+def _classify(rb:pd.DataFrame,       # the replies of a block the rules are unsure of
+              m:dict,                # the trained classifier
+              evs:list[Evidence],    # their evidences
+              cheap_min:float,       # the cheap stage decides from this confidence
+              pool                   # the worker threads of the embedding stage
+             )->list:
     "The cheap stage's frame now, and the embedding stage's (as a future of `pool`) for the rest"
     cheap, left = _cascade(rb, m, evs, cheap_min)
     if not len(left): return [cheap]
@@ -336,7 +366,13 @@ def offline_frame(r:pd.DataFrame,               # checked replies (`_replies`)
 # %% ../nbs/05_judge.ipynb #c6d8a122
 FUSION = dict(classifier=0.7)
 
-def _ask_llm(out:pd.DataFrame, c:pd.DataFrame, r:pd.DataFrame, judge_model:str, classifier_min:float, **gen)->pd.DataFrame:
+def _ask_llm(out:pd.DataFrame,        # the offline labels
+             c:pd.DataFrame,          # the classifier's part of them
+             r:pd.DataFrame,          # the checked replies
+             judge_model:str,         # the LLM
+             classifier_min:float,    # the classifier keeps its labels from this confidence
+             **gen                    # generation settings for the LLM
+            )->pd.DataFrame:
     "`out` with the LLM's labels where the classifier's confidence (in `c`) is below `classifier_min`"
     unsure = c.index[c.confidence < classifier_min]
     if not len(unsure): return out
