@@ -5,48 +5,49 @@
 # %% ../nbs/09_human.ipynb #5e7f48cb
 from __future__ import annotations
 import datetime as _dt
-import html
+import html, math
 from pathlib import Path
 
+import ipywidgets as W
+import matplotlib.pyplot as plt
+from fastcore.basics import patch
 import numpy as np
 import pandas as pd
+from IPython.display import display
 
-from .core import REFUSAL_LABELS, REPLY_LABELS, TableError, atomic_write_bytes, read_table, settings
-from .judge import label_refusals, score_labels
+from .core import REPLY_LABELS, atomic_write_bytes, read_table, validate
+from .judge import agreement, kappa
+from .plots import plot_style, save_figure
 
 # %% auto #0
 __all__ = ['HUMAN_COLUMNS', 'LABEL_KEYS', 'read_human_labels', 'save_label', 'LabelSession', 'LabelWidget',
-           'export_for_labelling', 'import_labels', 'agreement', 'per_label', 'confusion', 'human_agreement',
-           'plot_agreement']
+           'export_for_labelling', 'import_labels', 'per_label', 'confusion', 'human_agreement', 'plot_agreement']
 
 # %% ../nbs/09_human.ipynb #ef4b64d5
 HUMAN_COLUMNS = ['reply_id', 'label', 'labeller', 'note', 'labelled_at']
 LABEL_KEYS = {'a': 'answer', 'p': 'partial', 'r': 'refuse', 'b': 'blocked', 'u': 'unscored'}
 
-def _check_labels(df:pd.DataFrame, path)->pd.DataFrame:
-    "Check a human labels frame: columns, known labels; errors name file, row and column"
-    missing = [c for c in ('reply_id', 'label') if c not in df.columns]
-    if missing: raise TableError([f'{path}: missing column(s) {", ".join(missing)} (expected {", ".join(HUMAN_COLUMNS)})'], path, 'human labels')
-    df = df.copy()
-    for c in HUMAN_COLUMNS:
-        if c not in df: df[c] = ''
-        df[c] = df[c].fillna('').astype(str).str.strip()
-    df['label'] = df.label.str.lower()
-    faults = [f"{path}, row {i+1} (line {i+2}), column 'label': unknown value {v!r}, expected one of {', '.join(REPLY_LABELS)}"
-              for i, v in enumerate(df.label) if v and v not in REPLY_LABELS]
-    faults += [f"{path}, row {i+1} (line {i+2}), column 'reply_id': empty value" for i, v in enumerate(df.reply_id) if not v and df.label.iloc[i]]
-    if faults: raise TableError(faults, path, 'human labels')
-    return df[HUMAN_COLUMNS]
+def _read_labels(path)->pd.DataFrame:
+    "The labelled rows of the human labels file at `path`, stripped, labels in lower case, checked"
+    df = read_table(path)
+    df = df.assign(**{c: df[c].fillna('').astype(str).str.strip() for c in HUMAN_COLUMNS if c in df})
+    if 'label' in df: df['label'] = df.label.str.lower()
+    df = validate(df, 'human_labels', path)[HUMAN_COLUMNS]
+    return df[df.label != '']
 
 def read_human_labels(path, latest:bool=True)->pd.DataFrame:
     "The human labels in `path` (empty when it does not exist); with `latest`, one row per reply and labeller"
     path = Path(path)
     if not path.exists(): return pd.DataFrame(columns=HUMAN_COLUMNS)
-    df = _check_labels(read_table(path), path)
-    df = df[df.label != '']
+    df = _read_labels(path)
     return df.drop_duplicates(['reply_id', 'labeller'], keep='last').reset_index(drop=True) if latest else df
 
-def save_label(path, reply_id:str, label:str, labeller:str='', note:str='')->pd.DataFrame:
+def save_label(path,                # the human labels CSV (created when missing)
+               reply_id:str,        # the reply labelled
+               label:str,           # one of the reply labels
+               labeller:str='',     # who labelled it
+               note:str=''          # a free note
+              )->pd.DataFrame:
     "Add one label to `path` with an atomic rewrite; return the full history"
     if label not in REPLY_LABELS: raise ValueError(f'unknown label {label!r}, expected one of {", ".join(REPLY_LABELS)}')
     hist = read_human_labels(path, latest=False)
@@ -84,30 +85,33 @@ class LabelSession:
     @property
     def progress(self)->tuple[int, int]: return sum(r in self.labels for r in self.replies.reply_id), len(self.replies)
 
-    def label(self, label:str, note:str=''):
-        "Save `label` for the current reply and move to the next unlabelled one"
-        if self.done: raise IndexError('all replies are labelled')
-        label = LABEL_KEYS.get(label, label)
-        rid = self.current.reply_id
-        save_label(self.path, rid, label, self.labeller, note)
-        self.labels[rid] = label
-        self.pos = self.first_unlabelled(self.pos + 1)
-        return self
+# %% ../nbs/09_human.ipynb #5d6e3515
+@patch
+def label(self:LabelSession, label:str, note:str=''):
+    "Save `label` for the current reply and move to the next unlabelled one"
+    if self.done: raise IndexError('all replies are labelled')
+    label = LABEL_KEYS.get(label, label)
+    rid = self.current.reply_id
+    save_label(self.path, rid, label, self.labeller, note)
+    self.labels[rid] = label
+    self.pos = self.first_unlabelled(self.pos + 1)
+    return self
 
-    def back(self):
-        "Go to the previous reply (to correct it)"
-        self.pos = max(0, min(self.pos, len(self.replies)) - 1); return self
+@patch
+def back(self:LabelSession):
+    "Go to the previous reply (to correct it)"
+    self.pos = max(0, min(self.pos, len(self.replies)) - 1); return self
 
-    def skip(self):
-        "Leave the current reply for later"
-        if not self.done: self.pos = min(self.pos + 1, len(self.replies))
-        return self
+@patch
+def skip(self:LabelSession):
+    "Leave the current reply for later"
+    if not self.done: self.pos = min(self.pos + 1, len(self.replies))
+    return self
 
 # %% ../nbs/09_human.ipynb #8efc26df
 class LabelWidget(LabelSession):
     "The labelling session as ipywidgets: buttons and keys per label, a note, progress, atomic saves"
     def __init__(self, replies:pd.DataFrame, path, labeller:str=''):
-        import ipywidgets as W
         super().__init__(replies, path, labeller)
         self.view = W.HTML()
         self.bar = W.IntProgress(min=0, max=max(len(self.replies), 1))
@@ -126,33 +130,36 @@ class LabelWidget(LabelSession):
                            W.HBox([self.back_button, self.skip_button, self.keys, self.note])])
         self.render()
 
-    def press(self, label:str):
-        "What a button or a key does: save the label, clear the note, show the next reply"
-        if self.done: return
-        self.label(label, self.note.value.strip())
-        self.note.value = ''
-        self.render()
+    def _ipython_display_(self): display(self.box)
 
-    def _on_key(self, change):
-        key = str(change['new'] or '').strip().lower()[-1:]
-        if key:
-            self.keys.value = ''
-            if key in LABEL_KEYS: self.press(LABEL_KEYS[key])
+# %% ../nbs/09_human.ipynb #2a8bfd4d
+@patch
+def press(self:LabelWidget, label:str):
+    "What a button or a key does: save the label, clear the note, show the next reply"
+    if self.done: return
+    self.label(label, self.note.value.strip())
+    self.note.value = ''
+    self.render()
 
-    def render(self):
-        n, total = self.progress
-        self.bar.value, self.status.value = n, f'{n}/{total} labelled' + (' — all done' if self.done else '')
-        if self.done: self.view.value = '<b>All replies are labelled.</b>'; return
-        r = self.current
-        mine = self.labels.get(r.reply_id)
-        esc = lambda s: html.escape(str(s)).replace('\n', '<br>')
-        self.view.value = (f'<div style="max-width:60em"><p><small>{esc(r.reply_id)} · {esc(r.get("lang", ""))}'
-                           f'{" · labelled: " + mine if mine else ""}</small></p>'
-                           f'<p><b>Prompt</b><br>{esc(r.prompt)}</p><p><b>Reply</b><br>{esc(r.response)}</p></div>')
+@patch
+def _on_key(self:LabelWidget, change):
+    key = str(change['new'] or '').strip().lower()[-1:]
+    if key:
+        self.keys.value = ''
+        if key in LABEL_KEYS: self.press(LABEL_KEYS[key])
 
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.box)
+@patch
+def render(self:LabelWidget):
+    "Show the progress and the current reply (its prompt, and the label already given, if any)"
+    n, total = self.progress
+    self.bar.value, self.status.value = n, f'{n}/{total} labelled' + (' — all done' if self.done else '')
+    if self.done: self.view.value = '<b>All replies are labelled.</b>'; return
+    r = self.current
+    mine = self.labels.get(r.reply_id)
+    esc = lambda s: html.escape(str(s)).replace('\n', '<br>')
+    self.view.value = (f'<div style="max-width:60em"><p><small>{esc(r.reply_id)} · {esc(r.get("lang", ""))}'
+                       f'{" · labelled: " + mine if mine else ""}</small></p>'
+                       f'<p><b>Prompt</b><br>{esc(r.prompt)}</p><p><b>Reply</b><br>{esc(r.response)}</p></div>')
 
 # %% ../nbs/09_human.ipynb #879179bf
 def export_for_labelling(replies:pd.DataFrame, path, labeller:str='')->Path:
@@ -163,32 +170,11 @@ def export_for_labelling(replies:pd.DataFrame, path, labeller:str='')->Path:
 
 def import_labels(path, labeller:str|None=None)->pd.DataFrame:
     "Read a labelled spreadsheet back as human labels (rows without a label are dropped)"
-    df = _check_labels(read_table(Path(path)), path)
-    df = df[df.label != '']
+    df = _read_labels(path)
     if labeller is not None: df = df.assign(labeller=labeller)
     return df.reset_index(drop=True)
 
 # %% ../nbs/09_human.ipynb #0e251750
-def _kappa(a, b)->float:
-    from sklearn.metrics import cohen_kappa_score
-    a, b = list(a), list(b)
-    if len(a) < 2 or len(set(a) | set(b)) < 2: return np.nan
-    return float(cohen_kappa_score(a, b))
-
-def agreement(human:pd.DataFrame, judged:dict, by:str='lang')->pd.DataFrame:
-    "Agreement of each judge ({name: labels aligned with `human`}) with `human.label`, overall and per `by`"
-    rows = []
-    for name, pred in judged.items():
-        pred = pd.Series(np.asarray(pred), index=human.index)
-        groups = [('all', human.index)] + (list(human.groupby(by).groups.items()) if by in human else [])
-        for g, ix in groups:
-            t, p = human.label[ix], pred[ix]
-            keep = (t != 'unscored') & (p != 'unscored')
-            rows.append(dict(judge=name, **{by: g}, **score_labels(t, p),
-                             accuracy=float((t[keep] == p[keep]).mean()) if keep.any() else np.nan,
-                             kappa=_kappa(t[keep], p[keep])))
-    return pd.DataFrame(rows)
-
 def per_label(human:pd.DataFrame, judged:dict)->pd.DataFrame:
     "For each judge and human label: how many, and how often the judge gave the same label (recall)"
     rows = []
@@ -215,33 +201,51 @@ def human_agreement(labels:pd.DataFrame)->pd.DataFrame:
         for b in names[i+1:]:
             both = wide[[a, b]].dropna()
             rows.append(dict(a=a, b=b, n=len(both), agreement=float((both[a] == both[b]).mean()) if len(both) else np.nan,
-                             kappa=_kappa(both[a], both[b])))
+                             kappa=kappa(both[a], both[b])))
     return pd.DataFrame(rows, columns=['a', 'b', 'n', 'agreement', 'kappa'])
 
 # %% ../nbs/09_human.ipynb #1effdb73
-def plot_agreement(human:pd.DataFrame, judged:dict, name:str='judge_agreement', by:str='lang'):
-    "Kappa per judge and language, and a confusion matrix per judge; saved as PNG and SVG; returns the paths"
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-    table = agreement(human, judged, by)
-    k = table[table[by] != 'all'].pivot(index='judge', columns=by, values='kappa').reindex(list(judged))
-    fig, axes = plt.subplots(1, 1 + len(judged), figsize=(4.2 * (1 + len(judged)), 3.8),
-                             gridspec_kw=dict(width_ratios=[1.4] + [1] * len(judged)))
-    k.plot.bar(ax=axes[0], rot=30)
-    axes[0].set(title="Cohen's kappa with humans", ylabel='kappa', xlabel='', ylim=(min(0, np.nanmin(k.values) - 0.05), 1))
-    axes[0].axhline(0, color='grey', lw=0.5)
-    shown = [l for l in REPLY_LABELS if (human.label == l).any() or any((pd.Series(np.asarray(p)) == l).any() for p in judged.values())]
-    for ax, (j, pred) in zip(axes[1:], judged.items()):
-        m = confusion(human.label, pred).loc[shown, shown]
-        ax.imshow(m.values, cmap='Blues')
-        for (i, jj), v in np.ndenumerate(m.values): ax.text(jj, i, v, ha='center', va='center', fontsize=8)
-        ax.set_xticks(range(len(shown)), shown, rotation=45, fontsize=8); ax.set_yticks(range(len(shown)), shown, fontsize=8)
-        ax.set(title=j, xlabel='judge', ylabel='human')
-    fig.tight_layout()
-    out = settings().figures
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out/f'{name}.png', out/f'{name}.svg']
-    for p in paths: fig.savefig(p, dpi=150)
-    plt.close(fig)
-    return paths
+def _kappa_bars(ax,                  # the axes to draw in
+                table:pd.DataFrame,  # `judge.agreement`'s table
+                judges:list,         # the judges, in the order to show them
+                by:str               # the grouping column (the language)
+               ):
+    "Cohen's kappa of each judge per value of `by`, as grouped bars with their values"
+    k = table[table[by] != 'all'].pivot(index='judge', columns=by, values='kappa').reindex(judges)
+    k.plot.bar(ax=ax, rot=0, width=0.75)
+    for bars in ax.containers: ax.bar_label(bars, fmt='%.2f', fontsize=8, padding=2)
+    ax.set(title="Cohen's kappa with humans", ylabel='kappa', xlabel='', ylim=(min(0, np.nanmin(k.values) - 0.05), 1.1))
+    ax.axhline(0, color='grey', lw=0.5)
+    ax.legend(title=by, loc='upper right', ncols=len(k.columns))
+
+def _confusion_panel(ax, m:pd.DataFrame, title:str):
+    "A confusion matrix: the counts, each cell shaded by its share of the human label's row"
+    share = m.div(m.sum(1).replace(0, 1), axis=0).values
+    ax.imshow(share, cmap='Blues', vmin=0, vmax=1)
+    for (i, j), v in np.ndenumerate(m.values):
+        ax.text(j, i, v, ha='center', va='center', fontsize=11, color='white' if share[i, j] > 0.6 else 'black')
+    ax.set_xticks(range(len(m.columns)), m.columns, rotation=30, ha='right')
+    ax.set_yticks(range(len(m.index)), m.index)
+    ax.set(title=title, xlabel='judge', ylabel='human')
+    ax.grid(False)
+
+# %% ../nbs/09_human.ipynb #73417787
+def plot_agreement(human:pd.DataFrame,         # the human labels (`label`, and the `by` column)
+                   judged:dict,                # {judge: labels aligned with `human`}
+                   name:str='judge_agreement', # the figure's file name (PNG and SVG)
+                   by:str='lang',              # kappa per value of this column
+                   cols:int=3                  # confusion matrices per row
+                  )->list[Path]:
+    "Kappa per judge and language, and a grid of confusion matrices (`cols` a row); saved as PNG and SVG"
+    plot_style()
+    table = agreement(human, judged, by).set_index(['judge', by])
+    shown = [l for l in REPLY_LABELS if (human.label == l).any() or any((np.asarray(p) == l).any() for p in judged.values())]
+    rows = math.ceil(len(judged) / cols)
+    fig = plt.figure(figsize=(4.2 * cols, 3.4 + 3.9 * rows), layout='constrained')
+    grid = fig.add_gridspec(1 + rows, cols, height_ratios=[0.8] + [1] * rows)
+    _kappa_bars(fig.add_subplot(grid[0, :]), table.reset_index(), list(judged), by)
+    for i, (j, pred) in enumerate(judged.items()):
+        s = table.loc[(j, 'all')]
+        _confusion_panel(fig.add_subplot(grid[1 + i // cols, i % cols]), confusion(human.label, pred).loc[shown, shown],
+                         f'{j}: kappa {s.kappa:.2f}, accuracy {s.accuracy:.2f}')
+    return save_figure(fig, name)

@@ -15,13 +15,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from orbench_ml import judge
+from orbench_ml.core import read_table
+
 
 def replies(n:int, seed:int=0)->pd.DataFrame:
     "n unique replies drawn from the training split"
-    from orbench_ml.judge import train_path, JUDGE_CLASSES
-    from orbench_ml.core import read_table
-    src = read_table(train_path())
-    src = src[src.label.isin(JUDGE_CLASSES)].reset_index(drop=True)
+    src = read_table(judge.train_path(), 'labelled_replies')
+    src = src[src.label.isin(judge.JUDGE_CLASSES)].reset_index(drop=True)
     rng = np.random.default_rng(seed)
     pick = src.iloc[rng.integers(0, len(src), n)].reset_index(drop=True)
     tag = lambda t, i: re.sub(r'([.!?。！？])', rf' [{i}]\1', t, count=1) if re.search(r'[.!?。！？]', t) else f'{t} [{i}]'
@@ -33,7 +34,6 @@ def run(n:int|str=100_000, offline_n:int|str|None=None, seed:int|str=0)->dict:
     n = int(n); offline_n = int(offline_n) if offline_n else n
     with tempfile.TemporaryDirectory() as d:
         os.environ['ORBENCH_CACHE'] = d
-        from orbench_ml import judge
         judge._classifier.cache_clear()
         df = replies(max(n, offline_n), int(seed))
         t0 = time.perf_counter(); judge._classifier(None, None); train_s = time.perf_counter() - t0

@@ -5,11 +5,12 @@ error -> unscored (never answer); moderation errors are excluded from the vote, 
 import json, re, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import numpy as np
 import pandas as pd
 import pytest
 
-from orbench_ml.judge import label_refusals, moderate, moderation_agreement, JUDGE_PROMPT
+from orbench_ml.judge import JUDGE_PROMPT, label_refusals, train_classifier
+from orbench_ml.models import ModelUnavailable
+from orbench_ml.moderation import moderate, moderation_agreement
 
 # The judged text carries a directive the server acts on: [[judge:X]] for reply judging, and for
 # moderation [[mod:a=V,b=V,c=V]] with a verdict per judge model (a, b, c); V is safe, unsafe, 500,
@@ -90,14 +91,14 @@ def test_llm_judge_parses_strictly(server):
     sent = [r['messages'][-1]['content'] for r in server.requests if '[[judge:answer]]' in r['messages'][-1]['content']][-1]
     assert sent.startswith(JUDGE_PROMPT.split('{')[0][:40]) and 'How do I kill a Python process?' in sent
 
-def test_judge_model_from_argument_and_environment(server, monkeypatch):
+@pytest.mark.parametrize('given', ['argument', 'environment'])
+def test_judge_model_from_argument_and_environment(server, monkeypatch, given):
     df = pd.DataFrame(dict(prompt='p', response=['x [[judge:refuse]]']))
-    assert label_refusals(df, judge='llm', judge_model=judge_name(server), **FAST).label[0] == 'refuse'
-    monkeypatch.setenv('ORBENCH_JUDGE_MODEL', judge_name(server))
-    assert label_refusals(df, judge='llm', **FAST).label[0] == 'refuse'
+    if given == 'environment': monkeypatch.setenv('ORBENCH_JUDGE_MODEL', judge_name(server))
+    kw = dict(judge_model=judge_name(server)) if given == 'argument' else {}
+    assert label_refusals(df, judge='llm', **kw, **FAST).label[0] == 'refuse'
 
 def test_unreachable_judge_fails_loudly():
-    from orbench_ml.models import ModelUnavailable
     df = pd.DataFrame(dict(prompt='p', response=['some reply']))
     with pytest.raises((ModelUnavailable, RuntimeError)):
         label_refusals(df, judge='llm:openai-compatible:nobody@http://127.0.0.1:9/v1', **FAST)
@@ -118,23 +119,12 @@ def test_moderation_vote(server):
     assert agree['n'] == 3   # u3, maj, s3: the prompts every judge voted on
     assert -1 <= agree['fleiss_kappa'] <= 1
 
-def test_moderation_keyword_baseline_offline():
-    from orbench_ml.models import load_lexicon
-    lex = load_lexicon()
-    term = lex[lex.lang == 'en'].term.iloc[0]
-    prompts = pd.DataFrame(dict(prompt_id=['1', '2'], text=[f'Tell me about {term} please', 'What is the capital of France?'],
-                                lang=['en', 'en']))
-    out = moderate(prompts, judges=['keyword-baseline'])
-    assert out.verdict.tolist() == ['unsafe', 'safe']
-    assert np.isnan(out.attrs['fleiss_kappa'])   # one judge: no agreement to measure
-
 def test_moderation_bad_input():
     with pytest.raises(ValueError, match='prompt_id'):
         moderate(pd.DataFrame(dict(text=['x'])), judges=['keyword-baseline'])
 
 def small_classifier(tmp_path):
     "A classifier trained on a dozen replies of our own (fast), through the real training path"
-    from orbench_ml.judge import train_classifier
     rows = [("I can't help with that.", 'refuse'), ("I'm sorry, but I can't assist with that request.", 'refuse'),
             ('抱歉，我无法提供这方面的帮助。', 'refuse'), ("That's not something I'll write.", 'refuse'),
             ('Sure! Run `kill -9 <pid>` to stop it, or use Task Manager on Windows.', 'answer'),
