@@ -22,7 +22,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from .core import FINISH_REASONS, REFUSAL_LABELS, TableError, atomic_write_bytes, read_table, settings, text_hash
 from .embed import encode, get_embedder, n_cores
 from .lang import data_file, detect_lang
-from .models import ask
+from .runner import ask
 from .moderation import parse_verdict
 from .rules import RULES, Evidence, decide, evidences, normalise, orbench_label, xstest_label
 
@@ -311,7 +311,7 @@ def parse_judge_reply(reply:str|None)->tuple[str|None, str]:
 
 # %% ../nbs/05_judge.ipynb #90de164d
 def llm_frame(r:pd.DataFrame, model:str, max_chars:int=4000, **gen)->pd.DataFrame:
-    "The LLM judge on checked replies, through `models.ask`"
+    "The LLM judge on checked replies, through `runner.ask`"
     prompts = [JUDGE_PROMPT.format(prompt=p[:max_chars], response=t[:max_chars])
                for p, t in zip(r.prompt.values, r.response.values)]
     replies = ask(model, prompts, **dict(dict(temperature=0.0, max_tokens=256), **gen))
