@@ -4,25 +4,23 @@
 
 # %% ../nbs/01c_batch.ipynb #94c42266
 from __future__ import annotations
-import itertools, json, re, time, uuid
+import itertools, json, time, uuid
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass, field, astuple
+from functools import partial
 
 import openai
 import pandas as pd
 from fastcore.basics import patch
-from google import genai
-from google.genai import types as genai_types
 
-from .models import (ModelSpec, Reply, ModelUnavailable, MalformedReply, resolve, redact, api_keys, http_status,
-                               log, _missing_key, _openai_reply, _gemini_reply, _gemini_config, _enum_name)
-from .runner import (ReplyCache, RunStats, SYSTEM_PROMPT, cache_key, is_transient, run_batch, _TRANSIENT_STATUS,
-                               _prompt_frame, _conversation, _cache_for, _responses, _bar)
+from .models import (ModelSpec, Reply, ModelUnavailable, MalformedReply, GEMINI_URL, resolve, redact, http_status, log,
+                               model_keys, chat_body, openai_reply, gemini_client, gemini_contents, gemini_config, gemini_reply,
+                               enum_name)
+from .runner import (ReplyCache, RunStats, SYSTEM_PROMPT, is_transient, retryable_status, run_batch, run_prompts)
 
 # %% auto #0
 __all__ = ['LIMITS', 'CLOSED', 'BATCH_APIS', 'BATCH_DISCOUNT', 'BatchLimits', 'split', 'openai_request', 'gemini_request', 'Job',
-           'transaction', 'BatchStore', 'OpenAIBatches', 'GeminiBatches', 'run_batch_mode']
+           'BatchStore', 'OpenAIBatches', 'GeminiBatches', 'run_batch_mode']
 
 # %% ../nbs/01c_batch.ipynb #f10a438f
 @dataclass(frozen=True)
@@ -46,28 +44,19 @@ def split(sizes:list, limits:BatchLimits)->list[range]:
     return out
 
 # %% ../nbs/01c_batch.ipynb #fac5d9ed
-def _chat_body(spec:ModelSpec, messages:list, params:dict)->dict:
-    "The chat-completions body `OpenAIBackend.complete` sends for one conversation (same names, same omissions)"
-    reasoning = spec.provider == 'openai' and re.match(r'(o\d|gpt-5)', spec.model_id)
-    body = {k: v for k, v in params.items() if v is not None and not (reasoning and k == 'temperature')}
-    if 'max_tokens' in body: body['max_completion_tokens' if spec.provider == 'openai' else 'max_tokens'] = body.pop('max_tokens')
-    return dict(model=spec.model_id, messages=messages, **body)
-
 def openai_request(spec:ModelSpec,  # the model
                    key:str,         # the request's cache key: its `custom_id`
                    messages:list,   # the conversation
                    params:dict,     # generation parameters (temperature, max_tokens, ...)
                   )->bytes:
     "One line of an OpenAI batch input file"
-    line = dict(custom_id=key, method='POST', url='/v1/chat/completions', body=_chat_body(spec, messages, params))
+    line = dict(custom_id=key, method='POST', url='/v1/chat/completions', body=chat_body(spec, messages, params))
     return json.dumps(line, ensure_ascii=False, separators=(',', ':')).encode() + b'\n'
 
 def gemini_request(key:str, messages:list, params:dict)->dict:
     "One inlined request of a Gemini batch, the conversation as `GeminiBackend.complete` sends it"
-    system = '\n'.join(m['content'] for m in messages if m['role'] == 'system') or None
-    contents = [{'role': 'model' if m['role'] == 'assistant' else 'user', 'parts': [{'text': m['content']}]}
-                for m in messages if m['role'] != 'system']
-    return dict(contents=contents, config=_gemini_config(system, params).model_dump(exclude_none=True), metadata={'key': key})
+    system, contents = gemini_contents(messages)
+    return dict(contents=contents, config=gemini_config(system, params).model_dump(exclude_none=True), metadata={'key': key})
 
 # %% ../nbs/01c_batch.ipynb #22483d05
 @dataclass
@@ -85,26 +74,18 @@ class Job:
 
 CLOSED = ('collected', 'dropped')
 
-@contextmanager
-def transaction(db):
-    "One SQLite transaction on a connection in autocommit mode: all of the block, or nothing"
-    db.execute('BEGIN IMMEDIATE')
-    try: yield db
-    except BaseException: db.execute('ROLLBACK'); raise
-    db.execute('COMMIT')
-
 # %% ../nbs/01c_batch.ipynb #3ce25ad8
 class BatchStore:
     "Jobs and the cache keys of each, in two tables of the reply cache's SQLite file"
     def __init__(self, cache:ReplyCache):
-        self.db = cache.db
+        self.cache, self.db = cache, cache.db
         self.db.execute("""CREATE TABLE IF NOT EXISTS batch_jobs (local_id TEXT PRIMARY KEY, endpoint TEXT, model_id TEXT,
             state TEXT, n INTEGER, file_id TEXT, remote_id TEXT, created REAL, detail TEXT)""")
         self.db.execute('CREATE TABLE IF NOT EXISTS batch_items (local_id TEXT, pos INTEGER, key TEXT, PRIMARY KEY (local_id, pos))')
 
     def add(self, job:Job, keys:list):
         "Record a new job and its keys, together"
-        with transaction(self.db):
+        with self.cache.transaction():
             self.db.execute(f'INSERT INTO batch_jobs VALUES ({",".join("?"*9)})', astuple(job))
             self.db.executemany('INSERT INTO batch_items VALUES (?,?,?)', ((job.local_id, i, k) for i, k in enumerate(keys)))
 
@@ -130,8 +111,8 @@ def _openai_outcome(line:dict):
     status, body = resp.get('status_code'), resp.get('body') or {}
     if status != 200:
         why = (body.get('error') or {}).get('message') if isinstance(body, dict) else body
-        return f'HTTP {status}: {why}', status in _TRANSIENT_STATUS or (status or 500) >= 500
-    try: return _openai_reply(json.dumps(body).encode())
+        return f'HTTP {status}: {why}', retryable_status(status or 500)
+    try: return openai_reply(body)
     except MalformedReply as e: return str(e), True
 
 class OpenAIBatches:
@@ -139,8 +120,7 @@ class OpenAIBatches:
     terminal = ('completed', 'failed', 'expired', 'cancelled')
     limits, uploads = LIMITS['openai'], True
     def __init__(self, spec:ModelSpec, timeout:float=120):
-        keys = api_keys(spec.key_env)
-        if spec.kind.key_required and not keys: raise _missing_key(spec)
+        keys = model_keys(spec)
         self.spec, self.endpoint = spec, spec.base_url
         self.client = openai.OpenAI(api_key=(keys or ['no-key-needed'])[0], base_url=spec.base_url, timeout=timeout, max_retries=2)
 
@@ -196,12 +176,8 @@ class GeminiBatches:
     terminal = ('JOB_STATE_SUCCEEDED', 'JOB_STATE_FAILED', 'JOB_STATE_CANCELLED', 'JOB_STATE_EXPIRED')
     limits, uploads = LIMITS['gemini'], False
     def __init__(self, spec:ModelSpec, timeout:float=120):
-        keys = api_keys(spec.key_env) or api_keys('GOOGLE_API_KEY')
-        if not keys: raise _missing_key(spec)
-        opts = dict(timeout=int(timeout * 1000))
-        if spec.base_url: opts.update(base_url=spec.base_url, api_version='v1beta')
-        self.spec, self.endpoint = spec, spec.base_url or 'https://generativelanguage.googleapis.com'
-        self.client = genai.Client(api_key=keys[0], http_options=genai_types.HttpOptions(**opts))
+        self.spec, self.endpoint = spec, spec.base_url or GEMINI_URL
+        self.client = gemini_client(spec, model_keys(spec)[0], timeout)
 
     def request(self, key:str, messages:list, params:dict)->dict: return gemini_request(key, messages, params)
     def size(self, request:dict)->int: return len(json.dumps(request, ensure_ascii=False).encode())
@@ -214,20 +190,20 @@ def upload(self:GeminiBatches, job:Job, requests:list)->None: return None
 def create(self:GeminiBatches, job:Job, requests:list)->tuple:
     "Start a batch of `requests`, inlined; (batch name, state)"
     b = self.client.batches.create(model=self.spec.model_id, src={'inlined_requests': requests}, config={'display_name': job.local_id})
-    return b.name, _enum_name(b.state)
+    return b.name, enum_name(b.state)
 
 @patch
 def find(self:GeminiBatches, job:Job, most:int=1000)->tuple|None:
     "(batch name, state) of the batch created for `job` before a crash (its display name), or None"
     for b in itertools.islice(self.client.batches.list(config={'page_size': 100}), most):
-        if b.display_name == job.local_id: return b.name, _enum_name(b.state)
+        if b.display_name == job.local_id: return b.name, enum_name(b.state)
     return None
 
 @patch
 def fetch(self:GeminiBatches, job:Job): return self.client.batches.get(name=job.remote_id)
 
 @patch
-def state(self:GeminiBatches, b)->tuple[str, str]: return _enum_name(b.state), redact(b.error) if b.error else ''
+def state(self:GeminiBatches, b)->tuple[str, str]: return enum_name(b.state), redact(b.error) if b.error else ''
 
 @patch
 def results(self:GeminiBatches, job:Job, b, keys:list)->tuple[dict, dict]:
@@ -236,7 +212,7 @@ def results(self:GeminiBatches, job:Job, b, keys:list)->tuple[dict, dict]:
     for i, r in enumerate((b.dest.inlined_responses if b.dest else None) or []):
         key = (r.metadata or {}).get('key') or keys[i]        # the answers come in the order of the requests
         if r.error: failed[key] = (f'error {r.error.code}: {r.error.message}', r.error.code in _GEMINI_TRANSIENT); continue
-        try: got[key] = _gemini_reply(r.response)
+        try: got[key] = gemini_reply(r.response)
         except MalformedReply as e: failed[key] = (str(e), True)
     return got, failed
 
@@ -354,8 +330,7 @@ def collect(self:_BatchRun, job:Job, b):
     "Cache the replies of an ended batch, then close it; note why each missing key is missing"
     keys = self.store.keys(job)
     got, failed = self.api.results(job, b, keys)
-    with transaction(self.cache.db):
-        for k, r in got.items(): self.cache.put(k, self.spec, self.price(r))
+    self.cache.put_many(((k, self.price(r)) for k, r in got.items()), self.spec)
     self.store.update(job, state='collected')
     why = f'batch {job.state}' + (f': {job.detail}' if job.detail else '')
     for k in keys:
@@ -377,7 +352,7 @@ def drive(self:_BatchRun, progress:bool=False)->dict:
     jobs = self.resume()
     held = {k for j in jobs for k in self.store.keys(j)}
     jobs += self.plan([k for k in self.todo if k not in held])
-    wait, bar = self.poll, _bar(self.stats.unique, self.stats.cached, self.spec.name, progress)
+    wait, bar = self.poll, self.stats.bar(progress)
     while jobs:
         for job in jobs: self.advance(job)
         jobs = [j for j in jobs if j.state not in CLOSED]
@@ -390,40 +365,33 @@ def drive(self:_BatchRun, progress:bool=False)->dict:
 # %% ../nbs/01c_batch.ipynb #7e658e15
 BATCH_DISCOUNT = 0.5    # OpenAI Batch API and Gemini Batch Mode: half the online price
 
-def _summary(table:pd.DataFrame, run:_BatchRun|None, discount:float)->pd.DataFrame:
-    "`table` with the batch figures added to its run summary"
-    c = run.counts if run else Counter()
-    table.attrs['run'].update(mode='batch', batch_discount=discount, batches=c['batches'], resumed=c['resumed'],
-                              found=c['found'], resubmitted=c['resubmitted'], polls=c['polls'], poll_errors=c['errors'])
+def _summary(table:pd.DataFrame, counts:Counter, discount:float)->pd.DataFrame:
+    "`table` with the batch figures (`_BatchRun.counts`) added to its run summary"
+    table.attrs['run'].update(mode='batch', batch_discount=discount, batches=counts['batches'], resumed=counts['resumed'],
+                              found=counts['found'], resubmitted=counts['resubmitted'], polls=counts['polls'], poll_errors=counts['errors'])
     return table
 
-def _error_reply(run:_BatchRun|None, key:str)->Reply:
+def _error_reply(run:_BatchRun, key:str)->Reply:
     "The `error` reply of a key that no batch answered"
-    why = run.failed.get(key, ('not answered (run interrupted)',))[0] if run else 'not answered'
-    return Reply(finish_reason='error', error=redact(why)[:1000])
+    return Reply(finish_reason='error', error=redact(run.failed.get(key, ('not answered (run interrupted)',))[0])[:1000])
 
-def _batch_replies(spec:ModelSpec,  # the model
-                   keys:list,       # the cache key of each conversation
-                   convs:list,      # the conversations
-                   stats:RunStats,  # the run's counters
-                   cache,           # as `run_batch_mode`'s `cache`
-                   progress:bool,   # show a progress bar
-                   timeout:float,   # seconds for one HTTP call
-                   **knobs          # the other fields of `_BatchRun`: params, poll, max_poll, resubmits, discount, limits
-                  )->tuple:        # ({cache key: Reply}, the `_BatchRun` or None when the cache had everything)
-    "The replies the cache has, then batches for the rest"
-    store, run = _cache_for(cache), None
-    try:
-        got = store.get_many(set(keys))
-        stats.cached, todo = len(got), {k: c for k, c in zip(keys, convs) if k not in got}
-        if todo:
-            api = BATCH_APIS[spec.kind.sdk](spec, timeout)
-            run = _BatchRun(spec, api, BatchStore(store), store, todo, stats=stats, **knobs)
-            got |= run.drive(progress)
-            for k in todo: stats.add(got.get(k) or _error_reply(run, k))
-    finally:
-        if store is not cache: store.close()
-    return got, run
+def _ask_in_batches(spec:ModelSpec,    # the model
+                    todo:dict,         # {cache key: messages}: the conversations the cache did not answer
+                    stats:RunStats,    # the run's counters
+                    cache:ReplyCache,  # the open reply cache: the batches are kept beside its replies
+                    *,
+                    progress:bool,     # show a progress bar
+                    timeout:float,     # seconds for one HTTP call
+                    **knobs            # the other fields of `_BatchRun`: params, counts, poll, max_poll, resubmits, discount, limits
+                   )->dict:           # {cache key: Reply}, an `error` reply where no batch answered
+    "The replies to `todo` through the provider's batch API: the `ask` of `runner.run_prompts`"
+    if not todo: return {}
+    run = _BatchRun(spec, BATCH_APIS[spec.kind.sdk](spec, timeout), BatchStore(cache), cache, todo, stats=stats, **knobs)
+    got = run.drive(progress)
+    for k in todo:
+        if k not in got: got[k] = _error_reply(run, k)
+        stats.add(got[k])
+    return got
 
 # %% ../nbs/01c_batch.ipynb #9041aaf4
 def run_batch_mode(prompts,                              # a table with prompt_id and text (and lang), or a list of texts
@@ -444,18 +412,13 @@ def run_batch_mode(prompts,                              # a table with prompt_i
                    **gen                                 # more generation parameters (top_p, stop, seed, ...)
                   )->pd.DataFrame:                       # the responses table, its run counters in `.attrs['run']`
     "Ask `model` every prompt through its provider's batch API; the responses table of `runner.run_batch`"
-    t0, spec, df = time.perf_counter(), resolve(model), _prompt_frame(prompts)
-    if spec.baseline: return run_batch(df, spec, system_prompt=system_prompt, cache=cache, progress=progress, validate_table=validate_table)
+    spec = resolve(model)
+    if spec.baseline: return run_batch(prompts, spec, system_prompt=system_prompt, cache=cache, progress=progress, validate_table=validate_table)
     if spec.kind.sdk not in BATCH_APIS: raise ValueError(f'{spec.name}: {spec.kind.label} has no batch API; run it with mode online')
     if cache is False: raise ValueError('batch mode keeps its batches beside the reply cache: it needs one (cache=None or a path)')
-    params = dict(temperature=temperature, max_tokens=max_tokens, **gen)
-    convs = [_conversation(system_prompt, t) for t in df.text.astype(str)]
-    keys = [cache_key(spec, c, params) for c in convs]
-    stats = RunStats(spec.name, prompts=len(df), unique=len(set(keys)))
-    got, run = _batch_replies(spec, keys, convs, stats, cache, progress, params=params, poll=poll, max_poll=max_poll,
-                              resubmits=resubmits, discount=discount, limits=limits, timeout=timeout)
-    stats.wall_s = round(time.perf_counter() - t0, 3)
-    if progress: print(stats.line())
-    log.info(stats.line())
-    replies = [got.get(k) or _error_reply(run, k) for k in keys]
-    return _summary(_responses(df, spec, replies, stats, validate_table), run, discount)
+    params, counts = dict(temperature=temperature, max_tokens=max_tokens, **gen), Counter()
+    ask = partial(_ask_in_batches, progress=progress, timeout=timeout, params=params, counts=counts, poll=poll, max_poll=max_poll,
+                  resubmits=resubmits, discount=discount, limits=limits)
+    table = run_prompts(prompts, spec, ask, system_prompt=system_prompt, cache=cache, params=params, progress=progress,
+                        validate_table=validate_table)
+    return _summary(table, counts, discount)

@@ -23,10 +23,11 @@ from .lang import data_file, detect_lang, keyword_hits
 # llama_cpp (the optional [gguf] extra) is imported only where a GGUF model is loaded: it may not be installed
 
 # %% auto #0
-__all__ = ['KEY_ENVS', 'REDACTED', 'log', 'PROVIDERS', 'BASELINE_REPLIES', 'BACKENDS', 'api_keys', 'redact', 'Provider',
-           'ModelSpec', 'resolve', 'register', 'is_baseline', 'keyword_baseline_reply', 'Reply', 'ModelUnavailable',
-           'MalformedReply', 'http_status', 'OpenAIBackend', 'GeminiBackend', 'GGUFBackend', 'Endpoint', 'Fleet',
-           'backend_for']
+__all__ = ['KEY_ENVS', 'REDACTED', 'log', 'PROVIDERS', 'BASELINE_REPLIES', 'GEMINI_URL', 'BACKENDS', 'api_keys', 'redact',
+           'Provider', 'ModelSpec', 'resolve', 'register', 'is_baseline', 'keyword_baseline_reply', 'Reply',
+           'ModelUnavailable', 'MalformedReply', 'http_status', 'model_keys', 'OpenAIBackend', 'chat_body',
+           'openai_reply', 'enum_name', 'gemini_client', 'GeminiBackend', 'gemini_contents', 'gemini_config',
+           'gemini_reply', 'GGUFBackend', 'Endpoint', 'Fleet', 'backend_for']
 
 # %% ../nbs/01_models.ipynb #4bb5794f
 KEY_ENVS = ('OPENAI_API_KEY', 'GEMINI_API_KEY', 'GOOGLE_API_KEY', 'DEEPSEEK_API_KEY', 'OPENAI_COMPATIBLE_API_KEY')
@@ -290,9 +291,13 @@ def http_status(e:BaseException)->int|None:
         if isinstance(v, int): return v
     return None
 
-def _missing_key(spec:ModelSpec)->ModelUnavailable:
-    return ModelUnavailable(f'{spec.key_env} is not set — {spec.name} ({spec.kind.label}) needs it: export {spec.key_env}=... '
-                            f'or put it in {settings().root/".env"} (several keys: comma-separated)')
+def model_keys(spec:ModelSpec)->list[str]:
+    "The API keys of a model (Gemini's fall back on `GOOGLE_API_KEY`); one clear line when its provider needs one and none is set"
+    keys = api_keys(spec.key_env) or (api_keys('GOOGLE_API_KEY') if spec.kind.sdk == 'gemini' else [])
+    if spec.kind.key_required and not keys:
+        raise ModelUnavailable(f'{spec.key_env} is not set — {spec.name} ({spec.kind.label}) needs it: export {spec.key_env}=... '
+                               f'or put it in {settings().root/".env"} (several keys: comma-separated)')
+    return keys
 
 # %% ../nbs/01_models.ipynb #6a2f4d10
 @lru_cache(maxsize=1)
@@ -309,15 +314,11 @@ def _http_client(concurrency:int, timeout:float):
 class OpenAIBackend:
     "Any OpenAI-compatible chat-completions server, through the `openai` SDK"
     def __init__(self, spec:ModelSpec, timeout:float=120, concurrency:int=16):
-        self.spec, self.keys = spec, api_keys(spec.key_env)
-        if spec.kind.key_required and not self.keys: raise _missing_key(spec)
+        self.spec, self.keys = spec, model_keys(spec)
         self.http = _http_client(concurrency, timeout)
         self.clients = [openai.AsyncOpenAI(api_key=k, base_url=spec.base_url, max_retries=0, timeout=timeout, http_client=self.http)
                         for k in (self.keys or ['no-key-needed'])]
         self._next = itertools.cycle(range(len(self.clients)))
-        reasoning = spec.provider == 'openai' and re.match(r'(o\d|gpt-5)', spec.model_id)
-        self._tokens_arg = 'max_completion_tokens' if spec.provider == 'openai' else 'max_tokens'
-        self._drop = {'temperature'} if reasoning else set()
 
     async def aclose(self): await self.http.aclose()
 
@@ -348,11 +349,22 @@ async def preflight(self:OpenAIBackend):
         pull = f' — run `ollama pull {s.model_id}`' if s.provider == 'ollama' else ''
         raise ModelUnavailable(f'{k.label} at {where} does not serve {s.model_id}{pull} (it serves: {", ".join(ids) or "nothing"})')
 
+# %% ../nbs/01_models.ipynb #dd79cfdc
+def chat_body(spec:ModelSpec, messages:list, params:dict)->dict:
+    "The chat-completions body of one conversation: no `temperature` for OpenAI's reasoning models, `max_completion_tokens` for OpenAI"
+    reasoning = spec.provider == 'openai' and re.match(r'(o\d|gpt-5)', spec.model_id)
+    body = {k: v for k, v in params.items() if v is not None and not (reasoning and k == 'temperature')}
+    if 'max_tokens' in body: body['max_completion_tokens' if spec.provider == 'openai' else 'max_tokens'] = body.pop('max_tokens')
+    return dict(model=spec.model_id, messages=messages, **body)
+
 # %% ../nbs/01_models.ipynb #9e2b7a54
-def _openai_reply(content:bytes)->Reply:
-    "The `Reply` of a chat-completions answer body"
-    try: r = json.loads(content)
+def _json_body(content:bytes):
+    "The parsed JSON of an answer; a `MalformedReply` (retried) when it is cut short or not JSON"
+    try: return json.loads(content)
     except ValueError as e: raise MalformedReply(f'reply is not JSON ({e})') from None
+
+def openai_reply(r)->Reply:
+    "The `Reply` of a chat-completions answer, its JSON parsed"
     ch = (r.get('choices') or [None])[0] if isinstance(r, dict) else None
     if not isinstance(ch, dict): raise MalformedReply('reply without choices')
     msg, u = ch.get('message') or {}, r.get('usage') or {}
@@ -362,33 +374,35 @@ def _openai_reply(content:bytes)->Reply:
 
 @patch
 async def complete(self:OpenAIBackend, messages:list, params:dict)->Reply:
-    body = {k: v for k, v in params.items() if k not in self._drop and v is not None}
-    if 'max_tokens' in body: body[self._tokens_arg] = body.pop('max_tokens')
-    resp = await self.clients[next(self._next)].post('/chat/completions', cast_to=_hx.Response,
-                                                     body=dict(model=self.spec.model_id, messages=messages, **body))
-    return _openai_reply(resp.content)
+    resp = await self.clients[next(self._next)].post('/chat/completions', cast_to=_hx.Response, body=chat_body(self.spec, messages, params))
+    return openai_reply(_json_body(resp.content))
 
 # %% ../nbs/01_models.ipynb #721f19c9
 _GEMINI_BLOCKED = {'SAFETY', 'PROHIBITED_CONTENT', 'BLOCKLIST', 'SPII', 'RECITATION', 'IMAGE_SAFETY'}
+GEMINI_URL = 'https://generativelanguage.googleapis.com'   # where Gemini is, unless a model names another base URL
 
-def _enum_name(v)->str|None:
+def enum_name(v)->str|None:
+    "The name of an SDK enum value (`FinishReason.SAFETY`: 'SAFETY'), or None"
     return None if v is None else getattr(v, 'name', None) or str(v).rsplit('.', 1)[-1]
 
+def gemini_client(spec:ModelSpec, key:str, timeout:float=120)->genai.Client:
+    "A `google-genai` client of `spec` with `key`; at the model's own base URL (API v1beta) when it names one"
+    opts = dict(timeout=int(timeout*1000))
+    if spec.base_url: opts.update(base_url=spec.base_url, api_version='v1beta')
+    return genai.Client(api_key=key, http_options=genai_types.HttpOptions(**opts))
+
+# %% ../nbs/01_models.ipynb #cdf42016
 class GeminiBackend:
     "Gemini models through the `google-genai` SDK"
     def __init__(self, spec:ModelSpec, timeout:float=120, concurrency:int=16):
-        self.spec = spec
-        self.keys = api_keys(spec.key_env) or api_keys('GOOGLE_API_KEY')
-        if not self.keys: raise _missing_key(spec)
-        opts = dict(timeout=int(timeout*1000))
-        if spec.base_url: opts.update(base_url=spec.base_url, api_version='v1beta')
-        self.clients = [genai.Client(api_key=k, http_options=genai_types.HttpOptions(**opts)) for k in self.keys]
+        self.spec, self.keys = spec, model_keys(spec)
+        self.clients = [gemini_client(spec, k, timeout) for k in self.keys]
         self._next = itertools.cycle(range(len(self.clients)))
 
     async def preflight(self):
         try: await asyncio.wait_for(self.clients[0].aio.models.get(model=self.spec.model_id), 10)
         except Exception as e:
-            status, where = http_status(e), self.spec.base_url or 'https://generativelanguage.googleapis.com'
+            status, where = http_status(e), self.spec.base_url or GEMINI_URL
             if status in (400, 401, 403):
                 raise ModelUnavailable(f'Gemini at {where} rejected the key in {self.spec.key_env} (HTTP {status})') from None
             if status == 404: raise ModelUnavailable(f'Gemini at {where} has no model {self.spec.model_id}') from None
@@ -397,22 +411,30 @@ class GeminiBackend:
     async def aclose(self): pass
 
 # %% ../nbs/01_models.ipynb #c3d5e7f9
-def _gemini_config(system, params:dict):
+def gemini_contents(messages:list)->tuple:
+    "(system instruction or None, contents) of a conversation: the system messages joined, the others Gemini's turns"
+    system = '\n'.join(m['content'] for m in messages if m['role'] == 'system') or None
+    return system, [{'role': 'model' if m['role'] == 'assistant' else 'user', 'parts': [{'text': m['content']}]}
+                    for m in messages if m['role'] != 'system']
+
+def gemini_config(system:str|None, params:dict)->genai_types.GenerateContentConfig:
+    "The `generate_content` config of a system instruction and the generation parameters that are set"
     p = dict(params)
     if 'max_tokens' in p: p['max_output_tokens'] = p.pop('max_tokens')
     if 'stop' in p: p['stop_sequences'] = p.pop('stop')
     return genai_types.GenerateContentConfig(system_instruction=system, **{k: v for k, v in p.items() if v is not None})
 
-def _gemini_reply(r)->Reply:
+# %% ../nbs/01_models.ipynb #93d894ea
+def gemini_reply(r)->Reply:
     "The `Reply` of a `generate_content` answer: a blocked prompt, a blocked candidate, or text"
     u = r.usage_metadata
     tokens = dict(input_tokens=u.prompt_token_count if u else None,
                   output_tokens=((u.candidates_token_count or 0) + (u.thoughts_token_count or 0)) if u else None)
-    block = _enum_name(r.prompt_feedback.block_reason) if r.prompt_feedback else None
+    block = enum_name(r.prompt_feedback.block_reason) if r.prompt_feedback else None
     if block: return Reply(*_outcome(None, 'blocked', f'prompt blocked: {block}'), **tokens)
     if not r.candidates: raise MalformedReply('reply without candidates or block reason')
     c = r.candidates[0]
-    fin = _enum_name(c.finish_reason)
+    fin = enum_name(c.finish_reason)
     parts = (c.content.parts or []) if c.content else []
     text = ''.join(p.text for p in parts if p.text and not p.thought)
     if fin in _GEMINI_BLOCKED and not text: return Reply(*_outcome(None, 'blocked', f'finish_reason={fin}'), **tokens)
@@ -420,12 +442,10 @@ def _gemini_reply(r)->Reply:
 
 @patch
 async def complete(self:GeminiBackend, messages:list, params:dict)->Reply:
-    system = '\n'.join(m['content'] for m in messages if m['role'] == 'system') or None
-    contents = [{'role': 'model' if m['role'] == 'assistant' else 'user', 'parts': [{'text': m['content']}]}
-                for m in messages if m['role'] != 'system']
+    system, contents = gemini_contents(messages)
     r = await self.clients[next(self._next)].aio.models.generate_content(
-        model=self.spec.model_id, contents=contents, config=_gemini_config(system, params))
-    return _gemini_reply(r)
+        model=self.spec.model_id, contents=contents, config=gemini_config(system, params))
+    return gemini_reply(r)
 
 # %% ../nbs/01_models.ipynb #ef86ee9d
 _GGUF_MODELS, _GGUF_LOCK = {}, threading.Lock()

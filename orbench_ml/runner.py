@@ -8,6 +8,7 @@ import asyncio, email.utils, gc, json, random, sqlite3, threading, time
 from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, asdict
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -22,8 +23,8 @@ from orbench_ml.models import (
     log)   # the models logger: its filter redacts keys from every line the runner logs
 
 # %% auto #0
-__all__ = ['CACHEABLE', 'SYSTEM_PROMPT', 'ReplyCache', 'cache_key', 'is_transient', 'retry_after', 'backoff_delay', 'RunStats',
-           'RateLimits', 'run_batch', 'ask', 'run_summary']
+__all__ = ['CACHEABLE', 'SYSTEM_PROMPT', 'ReplyCache', 'cache_key', 'retryable_status', 'is_transient', 'retry_after',
+           'backoff_delay', 'RunStats', 'RateLimits', 'run_prompts', 'run_batch', 'ask', 'run_summary']
 
 # %% ../nbs/01a_runner.ipynb #e0a44eb1
 CACHEABLE = ('stop', 'length', 'blocked')   # errors are not cached: a rerun retries them
@@ -62,14 +63,32 @@ def cache_key(spec:ModelSpec, messages:list, params:dict)->str:
     "The cache key of one request"
     return text_hash(spec.provider, spec.model_id, messages, {k: v for k, v in params.items() if v is not None}, n=32)
 
+# %% ../nbs/01a_runner.ipynb #3a9740a7
+@patch
+@contextmanager
+def transaction(self:ReplyCache):
+    "One transaction on the cache's file (its connection is in autocommit mode): all of the block, or nothing"
+    self.db.execute('BEGIN IMMEDIATE')
+    try: yield self.db
+    except BaseException: self.db.execute('ROLLBACK'); raise
+    self.db.execute('COMMIT')
+
+@patch
+def put_many(self:ReplyCache, items, spec:ModelSpec):
+    "Store `(key, Reply)` pairs, all in one transaction"
+    with self.transaction():
+        for key, r in items: self.put(key, spec, r)
+
 # %% ../nbs/01a_runner.ipynb #8d5adbf1
-_TRANSIENT_STATUS = {408, 409, 425, 429}
+def retryable_status(status:int)->bool:
+    "Whether an HTTP status is worth another try: a timeout, a conflict, too early, too many requests, or a 5xx"
+    return status in (408, 409, 425, 429) or status >= 500
 
 def is_transient(e:BaseException)->bool:
     "Whether a failed request is worth retrying"
     if isinstance(e, (MalformedReply, json.JSONDecodeError, asyncio.TimeoutError, TimeoutError, ConnectionError)): return True
     status = http_status(e)
-    if status is not None: return status in _TRANSIENT_STATUS or status >= 500
+    if status is not None: return retryable_status(status)
     names = {c.__name__ for c in type(e).__mro__}
     return bool(names & {'APIConnectionError', 'APITimeoutError', 'TransportError', 'TimeoutException', 'HTTPError'})
 
@@ -127,12 +146,10 @@ class RunStats:
         self.input_tokens += r.input_tokens or 0; self.output_tokens += r.output_tokens or 0
         self.cost_usd += r.cost_usd or 0.0
 
-def _bar(total:int,    # prompts to answer (cached ones included)
-         initial:int,  # already answered by the cache
-         model:str,    # the bar's label
-         enabled:bool  # False: no bar (None)
-        ):
-    return tqdm(total=total, initial=initial, desc=model, unit='req', mininterval=0.5, dynamic_ncols=True) if enabled else None
+    def bar(self, enabled:bool=True):
+        "A progress bar of the run: its unique prompts, the cached ones done; None when not `enabled`"
+        if not enabled: return None
+        return tqdm(total=self.unique, initial=self.cached, desc=self.model, unit='req', mininterval=0.5, dynamic_ncols=True)
 
 # %% ../nbs/01a_runner.ipynb #8eb2e900
 def _run_coroutine(make, stop:threading.Event):
@@ -316,14 +333,17 @@ def _cache_for(cache)->ReplyCache|None:
 def _ask_uncached(spec:ModelSpec,    # the model
                   todo:dict,         # {cache key: messages}, the conversations the cache did not answer
                   stats:RunStats,    # the run's counters
+                  cache,             # the open `ReplyCache` each reply is written to, or None
+                  *,
                   progress:bool,     # show a progress bar
                   **run              # passed on to `_run_async`
                  )->dict:           # {cache key: Reply}
-    "The replies to `todo` ({key: messages}), asked under a progress bar"
-    bar, stop = _bar(stats.unique, stats.cached, spec.name, progress), threading.Event()
+    "The replies to `todo` ({key: messages}), asked online under a progress bar"
+    bar, stop = stats.bar(progress), threading.Event()
     if not todo: return {}
     try:
-        with _fewer_collections(): return _run_coroutine(lambda: _run_async(spec, todo, stop, stats=stats, bar=bar, **run), stop)
+        with _fewer_collections():
+            return _run_coroutine(lambda: _run_async(spec, todo, stop, stats=stats, bar=bar, cache=cache, **run), stop)
     finally:
         if bar is not None: bar.close()
 
@@ -333,16 +353,17 @@ def _model_replies(spec:ModelSpec,            # the model
                    stats:RunStats,            # the run's counters
                    *,
                    cache,                     # as `run_batch`'s `cache`
-                   **run                      # passed on to `_ask_uncached`; `params` is part of the cache key
+                   params:dict,               # the generation parameters (part of the cache key)
+                   ask                        # as `run_prompts`'s `ask`
                   )->list:                   # one Reply per text
-    "The replies of a model to `texts`, in order: from the cache where it has them, the rest asked"
-    keys = [cache_key(spec, _conversation(system_prompt, t), run['params']) for t in texts]
+    "The replies of a model to `texts`, in order: from the cache where it has them, the rest from `ask`"
+    keys = [cache_key(spec, _conversation(system_prompt, t), params) for t in texts]
     todo = {k: _conversation(system_prompt, t) for k, t in zip(keys, texts)}
     stats.unique, store = len(todo), _cache_for(cache)
     try:
         got = store.get_many(todo) if store is not None else {}
         stats.cached = len(got)
-        got.update(_ask_uncached(spec, {k: m for k, m in todo.items() if k not in got}, stats, cache=store, **run))
+        got.update(ask(spec, {k: m for k, m in todo.items() if k not in got}, stats, store))
     finally:
         if store is not None and store is not cache: store.close()
     return [got.get(k) or Reply(finish_reason='error', error='not asked (run interrupted)') for k in keys]
@@ -363,6 +384,28 @@ def _responses(df:pd.DataFrame,      # the prompts (prompt_id, text)
     out.attrs['run'] = asdict(stats)
     return out
 
+# %% ../nbs/01a_runner.ipynb #9fc95595
+def run_prompts(prompts,                 # a table with prompt_id and text (and lang), or a list of texts
+                model,                   # a model name (see `models.resolve`) or a `ModelSpec`
+                ask,                     # ask(spec, todo, stats, cache)->{cache key: Reply}: asks what the cache did not answer
+                *,
+                system_prompt:str|None,  # the system message of every conversation (None: none)
+                cache,                   # as `run_batch`'s `cache`
+                params:dict,             # the generation parameters (part of the cache key)
+                progress:bool,           # print the run's counters at the end
+                validate_table:bool      # check the table against core's `responses` schema
+               )->pd.DataFrame:          # the responses table, its run counters in `.attrs['run']`
+    "The responses of `model` to `prompts`: the baseline answers itself; a model's come from the cache, then from `ask`"
+    t_start = time.perf_counter()
+    spec, df = resolve(model), _prompt_frame(prompts)
+    stats = RunStats(spec.name, prompts=len(df))
+    if spec.baseline: replies = _baseline_replies(df, stats)
+    else: replies = _model_replies(spec, df.text.astype(str).tolist(), system_prompt, stats, cache=cache, params=params, ask=ask)
+    stats.wall_s = round(time.perf_counter() - t_start, 3)
+    if progress and not spec.baseline: print(stats.line())
+    log.info(stats.line())
+    return _responses(df, spec, replies, stats, validate_table)
+
 # %% ../nbs/01a_runner.ipynb #1b96eb88
 def run_batch(prompts,                              # a table with prompt_id and text (and lang), or a list of texts
               model,                                # a model name (see `models.resolve`) or a `ModelSpec`
@@ -382,20 +425,12 @@ def run_batch(prompts,                              # a table with prompt_id and
               **gen                                 # more generation parameters for the provider (top_p, stop, seed, ...)
              )->pd.DataFrame:                       # the responses table, its run counters in `.attrs['run']`
     "Ask `model` every prompt; return the responses table, one row per prompt, in order"
-    t_start = time.perf_counter()
-    spec, df = resolve(model), _prompt_frame(prompts)
-    stats = RunStats(spec.name, prompts=len(df))
-    if spec.baseline: replies = _baseline_replies(df, stats)
-    else:
-        params = dict(temperature=temperature, max_tokens=max_tokens, **gen)
-        replies = _model_replies(spec, df.text.astype(str).tolist(), system_prompt, stats, cache=cache, progress=progress,
-                                 params=params, concurrency=concurrency or (spec.concurrency or spec.kind.concurrency) * len(spec.endpoints),
-                                 limits=RateLimits(rpm or spec.rpm, tpm or spec.tpm, max_tokens),
-                                 retries=retries, timeout=timeout, backoff=backoff)
-    stats.wall_s = round(time.perf_counter() - t_start, 3)
-    if progress and not spec.baseline: print(stats.line())
-    log.info(stats.line())
-    return _responses(df, spec, replies, stats, validate_table)
+    spec, params = resolve(model), dict(temperature=temperature, max_tokens=max_tokens, **gen)
+    online = partial(_ask_uncached, progress=progress, params=params, retries=retries, timeout=timeout, backoff=backoff,
+                     concurrency=concurrency or (spec.concurrency or spec.kind.concurrency) * len(spec.endpoints),
+                     limits=RateLimits(rpm or spec.rpm, tpm or spec.tpm, max_tokens))
+    return run_prompts(prompts, spec, online, system_prompt=system_prompt, cache=cache, params=params, progress=progress,
+                       validate_table=validate_table)
 
 # %% ../nbs/01a_runner.ipynb #d8d235d9
 def ask(model, prompts, *, system_prompt:str|None=None, progress:bool=False, **gen)->list:
