@@ -310,7 +310,11 @@ def parse_judge_reply(reply:str|None)->tuple[str|None, str]:
     return parse_verdict(reply, JUDGE_CLASSES, 'label', 'judge')
 
 # %% ../nbs/05_judge.ipynb #90de164d
-def llm_frame(r:pd.DataFrame, model:str, max_chars:int=4000, **gen)->pd.DataFrame:
+def llm_frame(r:pd.DataFrame,        # checked replies (`_replies`): prompt, response
+              model:str,             # the judge model, any name of `models.resolve`
+              max_chars:int=4000,    # prompt and reply are cut to this many characters
+              **gen                  # generation settings (default temperature 0, 256 tokens)
+             )->pd.DataFrame:
     "The LLM judge on checked replies, through `runner.ask`"
     prompts = [JUDGE_PROMPT.format(prompt=p[:max_chars], response=t[:max_chars])
                for p, t in zip(r.prompt.values, r.response.values)]
@@ -431,7 +435,11 @@ def _run_judges(df:pd.DataFrame, judges, **kw)->tuple[dict, dict]:
         seconds[j] = round(time.perf_counter() - t0, 2)
     return labels, seconds
 
-def agreement(df:pd.DataFrame, judged, by:str='lang', **kw)->pd.DataFrame:
+def agreement(df:pd.DataFrame,   # the true labels: a `label` column (and `by`; with judge names, the replies too)
+              judged,            # {name: labels aligned with `df`}, or judge names to run with `label_refusals`
+              by:str='lang',     # the column to score per value of, beside the overall row
+              **kw               # passed to `label_refusals` when judges are run
+             )->pd.DataFrame:
     "Score each judge ({name: labels} or judge names) against `df.label`, overall and per value of `by`"
     labels, seconds = (judged, {}) if isinstance(judged, dict) else _run_judges(df, judged, **kw)
     groups = [('all', df.index)] + (list(df.groupby(by).groups.items()) if by in df else [])

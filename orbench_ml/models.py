@@ -27,7 +27,7 @@ __all__ = ['KEY_ENVS', 'REDACTED', 'log', 'PROVIDERS', 'BASELINE_REPLIES', 'GEMI
            'Provider', 'ModelSpec', 'resolve', 'register', 'is_baseline', 'keyword_baseline_reply', 'Reply',
            'ModelUnavailable', 'MalformedReply', 'http_status', 'model_keys', 'OpenAIBackend', 'chat_body',
            'openai_reply', 'enum_name', 'gemini_client', 'GeminiBackend', 'gemini_contents', 'gemini_config',
-           'gemini_reply', 'GGUFBackend', 'Endpoint', 'Fleet', 'backend_for']
+           'gemini_reply', 'GGUFBackend']
 
 # %% ../nbs/01_models.ipynb #4bb5794f
 KEY_ENVS = ('OPENAI_API_KEY', 'GEMINI_API_KEY', 'GOOGLE_API_KEY', 'DEEPSEEK_API_KEY', 'OPENAI_COMPATIBLE_API_KEY')
@@ -214,7 +214,12 @@ def resolve(name)->ModelSpec:
                          f'or a prefix: {", ".join(p + ":<id>" for p in _PREFIXES)}, openai-compatible:<id>@<base_url>')
     return spec
 
-def register(name:str, provider:str, model_id:str, base_url:str|None=None, **kw)->ModelSpec:
+def register(name:str,               # the name to use for it
+             provider:str,           # a key of `PROVIDERS`
+             model_id:str,           # the provider's id of the model
+             base_url:str|None=None, # its address (several, comma-separated, make a fleet); None: the provider's
+             **kw                    # other fields of `ModelSpec`: key_env, prices, concurrency, rpm, tpm
+            )->ModelSpec:
     "Add (or replace) a model name for this session"
     if provider not in PROVIDERS: raise ValueError(f'unknown provider {provider!r}; expected one of {", ".join(PROVIDERS)}')
     _REGISTERED[name] = spec = _spec(name, provider, model_id, base_url, **kw)
@@ -480,118 +485,3 @@ class GGUFBackend:
     async def aclose(self): self.pool.shutdown(wait=False)
 
 BACKENDS = {'openai': OpenAIBackend, 'gemini': GeminiBackend, 'gguf': GGUFBackend}
-
-# %% ../nbs/01_models.ipynb #878da4dc
-@dataclass
-class Endpoint:
-    "One server of a fleet, and what the fleet knows of it"
-    url:str
-    backend:object        # the backend of this server alone
-    inflight:int=0
-    sent:int=0
-    answered:int=0
-    failed:int=0
-    faults:int=0          # transport errors and 5xx answers in a row
-    drains:int=0          # times taken out of rotation
-    down:bool=False       # out of rotation now
-    backoff:int=0         # drains since its last answer: the wait before the next check doubles with each
-
-def _endpoint_fault(e:BaseException)->str|None:
-    "'down' when nothing listens, 'fault' for other transport errors, 5xx and broken replies, None for the request's own trouble"
-    x = e
-    while x is not None:
-        if isinstance(x, ConnectionRefusedError) or isinstance(getattr(x, 'os_error', None), ConnectionRefusedError): return 'down'
-        x = x.__cause__ or x.__context__
-    status = http_status(e)
-    if isinstance(e, (openai.APIConnectionError, MalformedReply)) or (status is not None and status >= 500): return 'fault'
-    return None
-
-# %% ../nbs/01_models.ipynb #b103fa2f
-class Fleet:
-    "Servers that serve one model: each request to the least busy live one; a dead one drained, checked again with backoff"
-    def __init__(self, spec:ModelSpec,
-                 timeout:float=120,     # seconds for one request
-                 concurrency:int=16,    # requests in flight over the whole fleet (each pool can take them all)
-                 faults:int=3,          # transport errors or 5xx in a row that drain a server
-                 recheck:float=1.0,     # the first wait before a drained server is checked again
-                 recheck_max:float=30.0 # the longest wait between checks
-                ):
-        make = BACKENDS[spec.kind.sdk]
-        self.spec, self.max_faults, self.recheck, self.recheck_max = spec, faults, recheck, recheck_max
-        self.endpoints = [Endpoint(url, make(replace(spec, base_url=url), timeout=timeout, concurrency=concurrency))
-                          for url in spec.endpoints]
-        self._checks = set()   # the tasks checking drained servers
-
-    def pick(self)->Endpoint:
-        "The live server with the fewest requests in flight (then the fewest sent); any server if all are drained"
-        return min([e for e in self.endpoints if not e.down] or self.endpoints, key=lambda e: (e.inflight, e.sent))
-
-    def report(self)->dict:
-        "Per server: requests sent, answered, failed, times drained, and whether it is drained now"
-        return {e.url: dict(sent=e.sent, answered=e.answered, failed=e.failed, drains=e.drains, down=e.down)
-                for e in self.endpoints}
-
-# %% ../nbs/01_models.ipynb #cb964edf
-@patch
-async def complete(self:Fleet, messages:list, params:dict)->Reply:
-    e = self.pick()
-    e.inflight += 1; e.sent += 1
-    try: r = await e.backend.complete(messages, params)
-    except Exception as x:
-        e.failed += 1
-        self.fault(e, x)
-        raise
-    finally: e.inflight -= 1
-    e.answered += 1; e.faults = e.backoff = 0
-    return r
-
-@patch
-def fault(self:Fleet, e:Endpoint, x:BaseException):
-    "Count a failed request against its server; drain the server when nothing listens or after `faults` in a row"
-    kind = _endpoint_fault(x)
-    if kind is None: return
-    e.faults += 1
-    if not e.down and (kind == 'down' or e.faults >= self.max_faults):
-        self.drain(e, 'nothing listens' if kind == 'down' else f'{e.faults} failures in a row, the last {type(x).__name__}')
-
-# %% ../nbs/01_models.ipynb #77bb4d11
-@patch
-def drain(self:Fleet, e:Endpoint, why:str):
-    "Take `e` out of rotation and check it again later"
-    wait = min(self.recheck * 2**e.backoff, self.recheck_max)
-    e.down, e.drains, e.backoff = True, e.drains + 1, e.backoff + 1
-    log.warning('%s: %s drained (%s); checked again in %g s', self.spec.name, e.url, why, wait)
-    task = asyncio.get_running_loop().create_task(self.check_later(e, wait))
-    self._checks.add(task); task.add_done_callback(self._checks.discard)
-
-@patch
-async def check_later(self:Fleet, e:Endpoint, wait:float):
-    "Check a drained server with its preflight, waiting twice as long after each failed check; back in rotation once it answers"
-    while True:
-        await asyncio.sleep(wait)
-        try: await asyncio.wait_for(e.backend.preflight(), 10)
-        except Exception: wait = min(wait * 2, self.recheck_max); continue
-        e.down, e.faults = False, 0
-        log.warning('%s: %s answers again, back in rotation', self.spec.name, e.url)
-        return
-
-# %% ../nbs/01_models.ipynb #29660f76
-@patch
-async def preflight(self:Fleet):
-    outcomes = await asyncio.gather(*(e.backend.preflight() for e in self.endpoints), return_exceptions=True)
-    failed = [(e, x) for e, x in zip(self.endpoints, outcomes) if isinstance(x, BaseException)]
-    for _, x in failed:
-        if not isinstance(x, ModelUnavailable): raise x
-    if len(failed) == len(self.endpoints):
-        raise ModelUnavailable(f'none of the {len(failed)} servers of {self.spec.name} answers: ' + '; '.join(str(x) for _, x in failed))
-    for e, x in failed: self.drain(e, str(x))
-
-@patch
-async def aclose(self:Fleet):
-    for t in list(self._checks): t.cancel()
-    await asyncio.gather(*(e.backend.aclose() for e in self.endpoints))
-
-def backend_for(spec:ModelSpec, timeout:float=120, concurrency:int=16):
-    "The backend of a model: a `Fleet` when it names several servers, else the backend of its SDK"
-    make = Fleet if len(spec.endpoints) > 1 else BACKENDS[spec.kind.sdk]
-    return make(spec, timeout=timeout, concurrency=concurrency)

@@ -19,8 +19,9 @@ from tqdm.auto import tqdm
 
 from .core import settings, text_hash, validate, columns
 from orbench_ml.models import (
-    backend_for, ModelSpec, Reply, ModelUnavailable, MalformedReply, resolve, redact, http_status, keyword_baseline_reply,
+    ModelSpec, Reply, ModelUnavailable, MalformedReply, resolve, redact, http_status, keyword_baseline_reply,
     log)   # the models logger: its filter redacts keys from every line the runner logs
+from .fleet import backend_for
 
 # %% auto #0
 __all__ = ['CACHEABLE', 'SYSTEM_PROMPT', 'ReplyCache', 'cache_key', 'retryable_status', 'is_transient', 'retry_after',
@@ -133,7 +134,7 @@ class RunStats:
     output_tokens:int=0
     cost_usd:float=0.0    # spent in this run (cached replies cost nothing now)
     wall_s:float=0.0
-    endpoints:dict=field(default_factory=dict)   # a fleet's servers: sent, answered, failed, drains (see `models.Fleet`)
+    endpoints:dict=field(default_factory=dict)   # a fleet's servers: sent, answered, failed, drains (see `fleet.Fleet`)
     def line(self)->str:
         return (f'{self.model}: {self.prompts} prompts, {self.cached} cached, {self.requests} requests, {self.answered} answered, '
                 f'{self.blocked} blocked, {self.failed} failed, {self.input_tokens}+{self.output_tokens} tokens, '
@@ -433,7 +434,13 @@ def run_batch(prompts,                              # a table with prompt_id and
                        validate_table=validate_table)
 
 # %% ../nbs/01a_runner.ipynb #d8d235d9
-def ask(model, prompts, *, system_prompt:str|None=None, progress:bool=False, **gen)->list:
+def ask(model,                         # a model name (see `models.resolve`) or a `ModelSpec`
+        prompts,                       # one text, or a list of texts
+        *,
+        system_prompt:str|None=None,   # the system message (None: none)
+        progress:bool=False,           # show a progress bar
+        **gen                          # generation settings and other arguments of `run_batch`
+       )->list:
     "The reply texts of `model` to `prompts` (None where blocked or failed); cached like run_batch"
     single = isinstance(prompts, str)
     texts = [prompts] if single else list(prompts)
