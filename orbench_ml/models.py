@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_models.ipynb #df2a662c
 from __future__ import annotations
-import asyncio, importlib.util, itertools, json, logging, os, re, sys, threading
+import asyncio, atexit, importlib.util, itertools, json, logging, os, re, sys, threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -461,6 +461,12 @@ def _gguf_model(path:str):
             from llama_cpp import Llama   # the optional [gguf] extra: imported only when a GGUF model is used
             _GGUF_MODELS[path] = Llama(model_path=path, n_ctx=4096, verbose=False)
         return _GGUF_MODELS[path]
+
+@atexit.register
+def _close_gguf_models():
+    "Free the loaded models while the interpreter can still run llama.cpp's destructors (else a TypeError at exit)"
+    for m in _GGUF_MODELS.values(): m.close()
+    _GGUF_MODELS.clear()
 
 class GGUFBackend:
     "A GGUF file run in this process by llama-cpp-python"
