@@ -29,8 +29,7 @@ def plot_style()->list[str]:
     cjk = font_manager.FontProperties(fname=path).get_name()
     sns.set_theme(style='whitegrid', context='notebook')
     family = ['DejaVu Sans', cjk]
-    matplotlib.rcParams.update({'font.family': family, 'axes.unicode_minus': False,
-                                'svg.hashsalt': SVG_SALT, 'figure.dpi': 100, 'savefig.dpi': 150})
+    matplotlib.rcParams.update({'font.family': family, 'axes.unicode_minus': False, 'figure.dpi': 100, 'savefig.dpi': 150})
     return family
 
 # %% ../nbs/00b_plots.ipynb #9a011dd8

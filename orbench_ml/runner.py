@@ -340,8 +340,8 @@ def _ask_uncached(spec:ModelSpec,    # the model
                   **run              # passed on to `_run_async`
                  )->dict:           # {cache key: Reply}
     "The replies to `todo` ({key: messages}), asked online under a progress bar"
-    bar, stop = stats.bar(progress), threading.Event()
     if not todo: return {}
+    bar, stop = stats.bar(progress), threading.Event()
     try:
         with _fewer_collections():
             return _run_coroutine(lambda: _run_async(spec, todo, stop, stats=stats, bar=bar, cache=cache, **run), stop)
