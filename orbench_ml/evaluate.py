@@ -310,6 +310,12 @@ def all_rates(results:pd.DataFrame)->pd.DataFrame:
     return out[cols + [c for c in out.columns if c not in cols]]
 
 # %% ../nbs/06_evaluate.ipynb #f3b8a7d5
+def _toxic_legend(fig, dataset:str):
+    "`fig` (of `plot_group_rates`) with its toxic bars named as `dataset` names them (a release: unchanged)"
+    for t in fig.axes[0].get_legend().get_texts():
+        if t.get_text() == 'refusal of toxic twins': t.set_text(f'refusal of {toxic_name(dataset)}')
+    return fig
+
 def write_model_report(model:str, results:pd.DataFrame, dataset:str='v0', filters:dict|None=None)->dict:
     "Rates CSV, per-model figures and the summary of one run of `model`; returns the paths written"
     out, figs = results_dir(model, dataset, filters), figures_dir(model, dataset, filters)
@@ -320,7 +326,7 @@ def write_model_report(model:str, results:pd.DataFrame, dataset:str='v0', filter
     paths = {'rates': out/'rates.csv'}
     for by in ('category', 'method', 'lang'):
         title = f'{display_name(model)} on {dataset_label(dataset)}: refusal by {by}' + (f'\nfiltered: {filters_label(filters)}' if filters else '')
-        paths[f'by_{by}'] = save_figure(plot_group_rates(results, by, title), f'rates_by_{by}', figs)[0]
+        paths[f'by_{by}'] = save_figure(_toxic_legend(plot_group_rates(results, by, title), dataset), f'rates_by_{by}', figs)[0]
     (out/'summary.md').write_text(summarize(model, results, dataset, filters) + '\n', encoding='utf-8')
     paths['summary'] = out/'summary.md'
     return paths
