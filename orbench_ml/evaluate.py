@@ -254,6 +254,7 @@ def headline(results:pd.DataFrame)->dict:
 def plot_group_rates(results:pd.DataFrame, # one model's results (see `evaluate`)
                      by:str,               # the grouping: lang, category, method, ...
                      title:str|None=None,  # None: the model's name and what the figure shows, in English and Chinese
+                     toxic:str='toxic twins', # what the dataset calls its prompts that should be refused
                     ):
     "Horizontal bars of over-refusal (safe) and toxic refusal per value of `by`, with 95% intervals, in percent"
     plot_style()
@@ -262,7 +263,7 @@ def plot_group_rates(results:pd.DataFrame, # one model's results (see `evaluate`
     fig, ax = plt.subplots(figsize=(7.5, 0.45*len(groups) + 2.4), layout='constrained')
     y = np.arange(len(groups))
     for off, (lab, colour, name) in zip((-0.2, 0.2), (('safe', '#d62728', 'over-refusal of safe prompts / 安全提示的过度拒绝'),
-                                                      ('toxic', '#7f7f7f', 'refusal of toxic twins / 有害对照提示的拒绝'))):
+                                                      ('toxic', '#7f7f7f', f'refusal of {toxic} / 有害提示的拒绝'))):
         part = r[r.prompt_label == lab].set_index(by).reindex(groups)
         err = np.vstack([part.rate - part.rate_lo, part.rate_hi - part.rate]).clip(0)
         ax.barh(y + off, part.rate, height=0.38, color=colour, label=name, xerr=err, capsize=2,
@@ -330,7 +331,7 @@ def write_model_report(model:str, results:pd.DataFrame, dataset:str='v0', filter
         en, zh = TERMS.get(by, (by, by))
         title = (f'{display_name(model)} on {dataset_label(dataset)}\nrefusal by {en} / 按{zh}的拒绝率'
                  + (f'\nfiltered: {filters_label(filters)}' if filters else ''))
-        paths[f'by_{by}'] = save_figure(plot_group_rates(results, by, title), f'rates_by_{by}', figs)[0]
+        paths[f'by_{by}'] = save_figure(plot_group_rates(results, by, title, toxic_name(dataset)), f'rates_by_{by}', figs)[0]
     (out/'summary.md').write_text(summarize(model, results, dataset, filters) + '\n', encoding='utf-8')
     paths['summary'] = out/'summary.md'
     return paths
