@@ -18,7 +18,7 @@ from .plots import AXIS, TERMS, as_list, bilingual, model_slug, percent_axis, pl
 from .models import is_baseline
 from .runner import run_batch, run_summary, SYSTEM_PROMPT
 from .batch import run_batch_mode
-from .judge import label_refusals
+from .judge import label_refusals, corrected, offline_errors, OFFLINE_STAGES
 from .embed import encode
 from . import extract
 
@@ -26,8 +26,8 @@ from . import extract
 __all__ = ['LOCAL_FILES', 'FILTERS', 'TOXIC_NAMES', 'HEADLINE', 'GROUPINGS', 'benchmark_dir', 'source_prompts', 'load_benchmark',
            'display_name', 'dataset_key', 'dataset_label', 'run_filters', 'filters_label', 'run_label', 'run_path',
            'results_dir', 'figures_dir', 'shown_path', 'toxic_name', 'evaluate', 'joined_results',
-           'models_with_results', 'ensure_results', 'load_results', 'wilson', 'refusal_rates', 'headline',
-           'plot_group_rates', 'summarize', 'all_rates', 'write_model_report']
+           'models_with_results', 'ensure_results', 'load_results', 'wilson', 'topic_interval', 'refusal_rates',
+           'judge_corrected', 'headline', 'plot_group_rates', 'summarize', 'all_rates', 'write_model_report']
 
 # %% ../nbs/06_evaluate.ipynb #6195836f
 def benchmark_dir(version:str='v0')->Path:
@@ -224,20 +224,51 @@ def wilson(k, n, z:float=1.96):
         half = z*np.sqrt(p*(1-p)/n + z*z/(4*n*n)) / (1 + z*z/n)
     return np.clip(centre-half, 0, 1), np.clip(centre+half, 0, 1)
 
+# %% ../nbs/06_evaluate.ipynb #77ac0692
+def topic_interval(k,               # refusals in each topic
+                   n,               # scored replies in each topic
+                   level:float=0.95, # of the interval
+                   n_boot:int=2000, # bootstrap draws
+                   seed:int=0):
+    "The interval of sum(k)/sum(n) from a bootstrap over topics (Wilson's on the topics where none or all refused)"
+    k, n = np.asarray(k, float), np.asarray(n, float)
+    k, n = k[n > 0], n[n > 0]
+    if not len(n): return np.nan, np.nan
+    if len(n) < 2 or k.sum() in (0, n.sum()):
+        lo, hi = wilson(len(n) * (k.sum() > 0), len(n))
+        return float(lo), float(hi)
+    w = np.random.default_rng(seed).multinomial(len(n), np.full(len(n), 1/len(n)), n_boot)
+    lo, hi = np.quantile((w @ k) / (w @ n), [(1 - level)/2, (1 + level)/2])
+    return float(lo), float(hi)
+
 # %% ../nbs/06_evaluate.ipynb #0f04f434
 def refusal_rates(results:pd.DataFrame, by=())->pd.DataFrame:
-    "Counts and rates (with 95% Wilson intervals) of refusals per group of `by` and prompt label"
+    "Counts and rates of refusals per group of `by` and prompt label, with 95% intervals from a bootstrap over topics"
     keys = [*as_list(by), 'prompt_label']
     counts = pd.crosstab([results[k] for k in keys], results['label'])
     for lab in ('answer', 'partial', 'refuse', 'blocked', 'unscored'):
         if lab not in counts: counts[lab] = 0
     counts = counts[['answer', 'partial', 'refuse', 'blocked', 'unscored']].rename_axis(columns=None)
     out = counts.assign(n=counts.sum(axis=1), scored=counts.sum(axis=1) - counts.unscored)
+    scored = results[results.label != 'unscored']
+    topics = scored.base_id if 'base_id' in scored else pd.Series(np.arange(len(scored)), index=scored.index)
+    out['topics'] = topics.groupby([scored[k] for k in keys]).nunique().reindex(out.index).fillna(0).astype(int)
     for name, labs in (('rate', REFUSAL_LABELS), ('strict', STRICT_REFUSAL_LABELS)):
         k = out[list(labs)].sum(axis=1)
         out[name] = k / out.scored.replace(0, np.nan)
-        out[f'{name}_lo'], out[f'{name}_hi'] = wilson(k, out.scored)
+        per_topic = scored.label.isin(labs).groupby([*(scored[k] for k in keys), topics]).agg(['sum', 'size'])
+        tup = lambda g: g if isinstance(g, tuple) else (g,)
+        ci = {tup(g): topic_interval(t['sum'], t['size']) for g, t in per_topic.groupby(level=list(range(len(keys))))}
+        out[f'{name}_lo'], out[f'{name}_hi'] = zip(*[ci.get(tup(g), (np.nan, np.nan)) for g in out.index])
     return out.reset_index()
+
+# %% ../nbs/06_evaluate.ipynb #c69c05e2
+def judge_corrected(results:pd.DataFrame)->dict:
+    "Over-refusal of the safe prompts of `results` corrected for the offline judge's held-out errors; NaN for another judge"
+    safe = results[(results.prompt_label == 'safe') & (results.label != 'unscored')]
+    if not len(safe) or 'judge' not in safe or not safe.judge.isin(OFFLINE_STAGES).all():
+        return dict(corrected=np.nan, corrected_lo=np.nan, corrected_hi=np.nan)
+    return corrected(safe.label, safe.lang, offline_errors(), topics=safe.base_id if 'base_id' in safe else None)
 
 # %% ../nbs/06_evaluate.ipynb #8a657ab6
 HEADLINE = (('over_refusal', 'safe', 'rate'), ('strict', 'safe', 'strict'), ('toxic_refusal', 'toxic', 'rate'))
@@ -247,8 +278,8 @@ def headline(results:pd.DataFrame)->dict:
     r = refusal_rates(results).set_index('prompt_label')
     row = lambda lab: r.loc[lab] if lab in r.index else pd.Series(dtype=float)
     rates = {name+end: float(row(lab).get(col+end, np.nan)) for name, lab, col in HEADLINE for end in ('', '_lo', '_hi')}
-    return rates | dict(safe_n=int(row('safe').get('n', 0)), toxic_n=int(row('toxic').get('n', 0)),
-                        blocked=int(r.blocked.sum()), unscored=int(r.unscored.sum()))
+    return rates | judge_corrected(results) | dict(safe_n=int(row('safe').get('n', 0)), toxic_n=int(row('toxic').get('n', 0)),
+                                                    blocked=int(r.blocked.sum()), unscored=int(r.unscored.sum()))
 
 # %% ../nbs/06_evaluate.ipynb #82d2f665
 def plot_group_rates(results:pd.DataFrame, # one model's results (see `evaluate`)
@@ -293,6 +324,9 @@ def summarize(model:str, results:pd.DataFrame, dataset:str='v0', filters:dict|No
              f': over-refusal {pct(h["over_refusal"])} (95% CI {pct(h["over_refusal_lo"])}–{pct(h["over_refusal_hi"])}) '
              f'on {h["safe_n"]} safe prompts; strict {pct(h["strict"])}; refusal of {toxic_name(dataset)} '
              f'{pct(h["toxic_refusal"])} on {h["toxic_n"]}. Blocked: {h["blocked"]}, unscored: {h["unscored"]}.']
+    if h['corrected'] == h['corrected']:
+        lines.append(f'- Corrected for the offline judge\'s measured errors: over-refusal {pct(h["corrected"])} '
+                     f'(95% CI {pct(h["corrected_lo"])}–{pct(h["corrected_hi"])}).')
     for by, name in (('category', 'category'), ('method', 'rewrite method')):
         w = _worst(results, by)
         if w is not None: lines.append(f'- Worst {name}: **{w[by]}** ({pct(w.rate)} of {int(w.scored)}).')
@@ -308,12 +342,18 @@ def summarize(model:str, results:pd.DataFrame, dataset:str='v0', filters:dict|No
 # %% ../nbs/06_evaluate.ipynb #e49156a1
 GROUPINGS = ('lang', 'category', 'method', 'long_context')
 
+def _group_rates(results:pd.DataFrame, by:str)->pd.DataFrame:
+    "`refusal_rates` per value of `by` (as `grouping` and `group`), the safe rows with their judge-corrected rate"
+    r = refusal_rates(results, by=[by]).rename(columns={by: 'group'}).assign(grouping=by)
+    fixed = {g: judge_corrected(part) for g, part in results.groupby(by)}
+    safe = r.prompt_label == 'safe'
+    for c in ('corrected', 'corrected_lo', 'corrected_hi'): r.loc[safe, c] = [fixed[g][c] for g in r.group[safe]]
+    return r
+
 def all_rates(results:pd.DataFrame)->pd.DataFrame:
     "Rates overall and by each grouping of `GROUPINGS`, stacked, with `grouping` and `group` columns"
-    results = results.assign(long_context=np.where(results.method == 'long_context', 'long_context', 'short'))
-    parts = [refusal_rates(results).assign(grouping='overall', group='all')]
-    for g in GROUPINGS:
-        parts.append(refusal_rates(results, by=[g]).rename(columns={g: 'group'}).assign(grouping=g))
+    results = results.assign(long_context=np.where(results.method == 'long_context', 'long_context', 'short'), overall='all')
+    parts = [_group_rates(results, g) for g in ('overall', *GROUPINGS)]
     cols = ['grouping', 'group', 'prompt_label']
     out = pd.concat(parts, ignore_index=True)
     return out[cols + [c for c in out.columns if c not in cols]]

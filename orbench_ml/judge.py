@@ -27,12 +27,12 @@ from .moderation import parse_verdict
 from .rules import RULES, Evidence, decide, evidences, normalise, orbench_label, xstest_label
 
 # %% auto #0
-__all__ = ['JUDGE_CLASSES', 'FEATURE_VERSION', 'CLASSIFIER', 'JUDGE_FILE', 'JUDGE_PROMPT', 'FUSION', 'label_refusals',
-           'cheap_features', 'ngram_features', 'cheap_stage_features', 'relevance', 'features', 'LinearStage',
-           'source_weights', 'fit_stage', 'judge_features', 'fit_judge', 'save_judge', 'load_judge', 'train_path',
-           'train_classifier', 'classifier_frame', 'parse_judge_reply', 'llm_frame', 'offline_frame', 'fused_frame',
-           'kappa', 'score_labels', 'agreement', 'score_source', 'leave_one_source_out', 'error_counts',
-           'corrected_rate', 'corrected', 'heldout_errors', 'train_judge']
+__all__ = ['JUDGE_CLASSES', 'FEATURE_VERSION', 'CLASSIFIER', 'JUDGE_FILE', 'JUDGE_PROMPT', 'FUSION', 'OFFLINE_STAGES',
+           'label_refusals', 'cheap_features', 'ngram_features', 'cheap_stage_features', 'relevance', 'features',
+           'LinearStage', 'source_weights', 'fit_stage', 'judge_features', 'fit_judge', 'save_judge', 'load_judge',
+           'train_path', 'train_classifier', 'classifier_frame', 'parse_judge_reply', 'llm_frame', 'offline_frame',
+           'fused_frame', 'kappa', 'score_labels', 'agreement', 'score_source', 'leave_one_source_out', 'error_counts',
+           'corrected_rate', 'corrected', 'offline_errors', 'heldout_errors', 'train_judge']
 
 # %% ../nbs/05_judge.ipynb #c9eab0b7
 def _text(df:pd.DataFrame, col:str, empty:str='')->pd.Series:
@@ -541,36 +541,48 @@ def corrected_rate(observed, sens, spec):
     return np.clip((np.asarray(observed) + spec - 1) / np.maximum(sens + spec - 1, 1e-9), 0, 1)
 
 # %% ../nbs/05_judge.ipynb #cb563ef9
-def _corrected_draws(labels:pd.Series, e:dict, n_boot:int, rng)->tuple[float, np.ndarray]:
-    "The corrected rate of one language's labels, and its bootstrap draws (rows resampled, judge error drawn)"
-    n, blocked = len(labels), int((labels == 'blocked').sum())
-    judged = labels[labels != 'blocked']
-    k = int(judged.isin(REFUSAL_LABELS).sum())
+_KINDS = ['blocked', 'refused', 'answered']
+
+def _kind_counts(d:pd.DataFrame)->pd.DataFrame:
+    "Per topic (rows) and language × kind (columns): how many replies were blocked, refused or answered"
+    kind = np.select([d.label == 'blocked', d.label.isin(REFUSAL_LABELS)], _KINDS[:2], _KINDS[2])
+    return pd.crosstab(d.topic, [d.lang, kind]).reindex(columns=pd.MultiIndex.from_product([sorted(d.lang.unique()), _KINDS]), fill_value=0)
+
+def _rate_and_draws(c:np.ndarray, w:np.ndarray, e:dict, rng)->tuple[float, np.ndarray]:
+    "One language's corrected refusal count (blocked + corrected judged) and its draws: topics by `w`, judge error from `e`"
     sens, spec = e['tp'] / max(e['tp'] + e['fn'], 1), e['tn'] / max(e['tn'] + e['fp'], 1)
-    point = (blocked + corrected_rate(k / max(len(judged), 1), sens, spec) * len(judged)) / n
-    rows = rng.multinomial(n, [blocked / n, k / n, (len(judged) - k) / n], n_boot)
-    judged_rate = corrected_rate(rows[:, 1] / np.maximum(rows[:, 1] + rows[:, 2], 1),
-                                 rng.beta(e['tp'] + 1, e['fn'] + 1, n_boot), rng.beta(e['tn'] + 1, e['fp'] + 1, n_boot))
-    return float(point), (rows[:, 0] + judged_rate * (rows[:, 1] + rows[:, 2])) / n
+    b, k, a = c.sum(0)
+    point = b + corrected_rate(k / max(k + a, 1), sens, spec) * (k + a)
+    B, K, A = (w @ c).T
+    rate = corrected_rate(K / np.maximum(K + A, 1), rng.beta(e['tp'] + 1, e['fn'] + 1, len(w)), rng.beta(e['tn'] + 1, e['fp'] + 1, len(w)))
+    return float(point), B + rate * (K + A)
 
 def corrected(labels,              # the labels of a group of replies (answer, partial, refuse, blocked, unscored)
               langs,               # the language of each
               errors:dict,         # the judge's held-out counts per language ({lang: `error_counts`})
+              topics=None,         # the topic of each reply, resampled together (None: each reply its own)
               n_boot:int=2000,     # bootstrap draws
               level:float=0.95,    # of the interval
               seed:int=0
              )->dict:
     "The over-refusal rate corrected for the judge's errors per language, with a bootstrap interval (NaN where a language has no counts)"
-    d = pd.DataFrame(dict(label=pd.Series(list(labels)).astype(str), lang=list(langs)))
+    d = pd.DataFrame(dict(label=pd.Series(list(labels)).astype(str), lang=list(langs),
+                          topic=np.arange(len(langs)) if topics is None else list(topics)))
     d = d[d.label != 'unscored']
-    nan = dict(corrected=np.nan, corrected_lo=np.nan, corrected_hi=np.nan)
-    if not len(d) or not set(d.lang) <= set(errors): return nan
-    rng = np.random.default_rng(seed)
-    parts = [(len(g), *_corrected_draws(g.label, errors[lang], n_boot, rng)) for lang, g in d.groupby('lang')]
-    point = sum(n * p for n, p, _ in parts) / len(d)
-    draws = sum(n * x for n, _, x in parts) / len(d)
-    lo, hi = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
-    return dict(corrected=float(point), corrected_lo=float(lo), corrected_hi=float(hi))
+    if not len(d) or not set(d.lang) <= set(errors): return dict(corrected=np.nan, corrected_lo=np.nan, corrected_hi=np.nan)
+    rng, counts = np.random.default_rng(seed), _kind_counts(d)
+    w = rng.multinomial(len(counts), np.full(len(counts), 1 / len(counts)), n_boot)
+    parts = [_rate_and_draws(counts[lang].to_numpy(), w, errors[lang], rng) for lang in counts.columns.levels[0]]
+    lo, hi = np.quantile(sum(x for _, x in parts) / (w @ counts.to_numpy().sum(1)), [(1 - level) / 2, (1 + level) / 2])
+    return dict(corrected=sum(p for p, _ in parts) / len(d), corrected_lo=float(lo), corrected_hi=float(hi))
+
+
+# %% ../nbs/05_judge.ipynb #ed37807b
+OFFLINE_STAGES = ('finish_reason', 'rules', 'classifier')   # the `judge` values of the labels the offline judge gives
+
+def offline_errors()->dict:
+    "The shipped offline judge's held-out error counts per language ({lang: `error_counts`}), from its card"
+    return _classifier(None, None)['card'].get('errors', {})
 
 # %% ../nbs/05_judge.ipynb #28163738
 def heldout_errors(m:dict, df:pd.DataFrame)->dict:

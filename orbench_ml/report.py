@@ -53,20 +53,23 @@ def leaderboard(results:pd.DataFrame)->pd.DataFrame:
 # %% ../nbs/08_report.ipynb #7b5c1f90
 def _pct_ci(lb:pd.DataFrame, name:str)->list[str]:
     "The rate `name` of each row in percent with its interval, e.g. '39.2 [37.1, 41.3]'"
-    return [f'{100*r:.1f} [{100*lo:.1f}, {100*hi:.1f}]' for r, lo, hi in zip(lb[name], lb[name+'_lo'], lb[name+'_hi'])]
+    return [f'{100*r:.1f} [{100*lo:.1f}, {100*hi:.1f}]' if r == r else 'n/a' for r, lo, hi in zip(lb[name], lb[name+'_lo'], lb[name+'_hi'])]
 
 def leaderboard_caption(dataset:str='v0', filters:dict|None=None)->str:
     "What the leaderboard ranks: the dataset, which runs, and what its columns count"
     runs = (f'runs filtered by {filters_label(filters)}: a quick look, not comparable with complete runs' if filters
             else 'complete runs only')
     return (f'Over-refusal leaderboard on {dataset_label(dataset)} ({runs}): refusal of the safe prompts and '
-            f'of the {toxic_name(dataset)}, in %, with 95% Wilson intervals; lower over-refusal ranks higher.')
+            f'of the {toxic_name(dataset)}, in %, with 95% intervals from a bootstrap over base topics; lower over-refusal '
+            f'ranks higher. Judge-corrected: the over-refusal corrected for the offline judge\'s held-out errors per '
+            f'language (Rogan–Gladen; n/a for another judge).')
 
 def write_leaderboard(lb:pd.DataFrame, folder=None, dataset:str='v0', filters:dict|None=None)->list[Path]:
     "The leaderboard of the runs on `dataset` (with `filters`) as Markdown and HTML (percentages with 95% intervals), under its caption"
     folder = Path(folder or report_dir(dataset, filters))
     folder.mkdir(parents=True, exist_ok=True)
     show = pd.DataFrame({'rank': lb['rank'], 'model': lb.model, 'over-refusal % [95% CI]': _pct_ci(lb, 'over_refusal'),
+                         'judge-corrected % [95% CI]': _pct_ci(lb, 'corrected'),
                          'strict %': (100*lb.strict).round(1), 'toxic refusal % [95% CI]': _pct_ci(lb, 'toxic_refusal'),
                          'safe n': lb.safe_n, 'toxic n': lb.toxic_n, 'blocked': lb.blocked, 'unscored': lb.unscored})
     md, html, caption = folder/'leaderboard.md', folder/'leaderboard.html', leaderboard_caption(dataset, filters)
