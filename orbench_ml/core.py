@@ -16,9 +16,9 @@ import pandera.pandas as pa
 # %% auto #0
 __all__ = ['CATEGORIES', 'REQUIRED_LANGUAGES', 'LANGUAGES', 'METHOD_FAMILIES', 'REWRITE_METHODS', 'METHODS', 'PROMPT_LABELS',
            'REPLY_LABELS', 'REFUSAL_LABELS', 'STRICT_REFUSAL_LABELS', 'FINISH_REASONS', 'TABLES', 'KEYS',
-           'PROVIDER_NAMES', 'PATTERN_KINDS', 'NONEMPTY', 'OPEN_TABLES', 'FORMATS', 'method_family', 'Col', 'columns',
-           'OrbenchError', 'BadParameter', 'NotFound', 'TableError', 'table_schema', 'validate', 'read_table',
-           'atomic_write_bytes', 'write_table', 'Settings', 'settings', 'text_hash']
+           'PROVIDER_NAMES', 'PATTERN_KINDS', 'NONEMPTY', 'AUDIT_ANSWERS', 'OPEN_TABLES', 'FORMATS', 'method_family',
+           'Col', 'columns', 'OrbenchError', 'BadParameter', 'NotFound', 'TableError', 'table_schema', 'validate',
+           'read_table', 'atomic_write_bytes', 'write_table', 'Settings', 'settings', 'text_hash']
 
 # %% ../nbs/00_core.ipynb #97e7dbeb
 CATEGORIES = {
@@ -138,6 +138,14 @@ TABLES |= {
 }
 KEYS |= {'models': ['name'], 'lexicon': ['term', 'lang'], 'labelled_replies': ['reply_id'], 'human_labels': [], 'patterns': []}
 NONEMPTY = ('lexicon', 'labelled_replies')   # tables that are useless without a row
+
+# %% ../nbs/00_core.ipynb #66ebd430
+AUDIT_ANSWERS = ('yes', 'no')
+TABLES['audit'] = (Col('prompt_id'), Col('auditor', required=False),
+                   *(Col(q, required=False, allowed=AUDIT_ANSWERS) for q in ('safe', 'looks_harmful', 'likely_refused', 'right_category')),
+                   *_optional('note', 'text'), *_optional('lang', allowed=tuple(LANGUAGES)),
+                   *_optional('category', allowed=tuple(CATEGORIES)))
+KEYS['audit'] = ['prompt_id', 'auditor']   # one row per prompt and auditor
 
 # %% ../nbs/00_core.ipynb #1f406b20
 TABLES['xstest_labels'] = (Col('label', allowed=('safe', 'unsafe')),)
