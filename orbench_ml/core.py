@@ -147,6 +147,10 @@ TABLES['audit'] = (Col('prompt_id'), Col('auditor', required=False),
                    *_optional('category', allowed=tuple(CATEGORIES)))
 KEYS['audit'] = ['prompt_id', 'auditor']   # one row per prompt and auditor
 
+# %% ../nbs/00_core.ipynb #8e7a13c0
+TABLES['authored'] = (*TABLES['prompts'], *_optional('trigger'), *_optional('implicit_harm', allowed=('true', 'false')))
+KEYS['authored'] = ['prompt_id']
+
 # %% ../nbs/00_core.ipynb #1f406b20
 TABLES['xstest_labels'] = (Col('label', allowed=('safe', 'unsafe')),)
 KEYS['xstest_labels'] = []

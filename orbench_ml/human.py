@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import display
 
-from .core import REPLY_LABELS, atomic_write_bytes, columns, read_table, validate
+from .core import REPLY_LABELS, atomic_write_bytes, columns, read_table, text_hash, validate
 from .evaluate import wilson
 from .judge import agreement, kappa
 from .plots import AXIS, bi_title, bilingual, pct, percent_axis, plot_style, save_figure
@@ -23,8 +23,8 @@ from .plots import AXIS, bi_title, bilingual, pct, percent_axis, plot_style, sav
 # %% auto #0
 __all__ = ['HUMAN_COLUMNS', 'LABEL_KEYS', 'AUDIT_QUESTIONS', 'AUDIT_SHOWN', 'AUDIT_FLAGS', 'AUDIT_GOALS', 'read_human_labels',
            'save_label', 'LabelSession', 'LabelWidget', 'export_for_labelling', 'import_labels', 'per_label',
-           'confusion', 'human_agreement', 'plot_agreement', 'audit_sample', 'write_audit_sheet', 'audit_agreement',
-           'audit_flags', 'audit_report', 'audit_goals']
+           'confusion', 'human_agreement', 'plot_agreement', 'blind_id', 'audit_sample', 'write_audit_sheet',
+           'audit_agreement', 'audit_flags', 'audit_report', 'audit_goals']
 
 # %% ../nbs/09_human.ipynb #ef4b64d5
 HUMAN_COLUMNS = ['reply_id', 'label', 'labeller', 'note', 'labelled_at']
@@ -277,6 +277,10 @@ AUDIT_QUESTIONS = {
 # %% ../nbs/09_human.ipynb #52f288a3
 AUDIT_SHOWN = ['prompt_id', 'lang', 'category', 'text']   # what an auditor sees of a prompt
 
+def blind_id(prompt_id:str)->str:
+    "The id an auditor sees: a release's ids name the method and mark toxic twins, so they are hashed"
+    return 'audit-' + text_hash(prompt_id, n=10)
+
 def _turns(df:pd.DataFrame, by:list, rng)->pd.Series:
     "Each row's turn in a round over the groups of `by`: its random rank in its group, plus a random fraction"
     rank = pd.Series(rng.random(len(df)), index=df.index).groupby([df[c] for c in by]).rank(method='first')
@@ -299,7 +303,8 @@ def audit_sample(prompts:pd.DataFrame,  # a prompts table
     rng = np.random.default_rng(seed)
     df = prompts.sort_values('prompt_id', kind='stable').reset_index(drop=True)
     picked = pd.concat([_stratified(df[df.label == l], n, rng) for l, n in (('safe', n_safe), ('toxic', n_toxic))])
-    return picked.sample(frac=1, random_state=rng)[AUDIT_SHOWN].reset_index(drop=True)
+    picked = picked.sample(frac=1, random_state=rng).assign(prompt_id=lambda d: d.prompt_id.map(blind_id))
+    return picked[AUDIT_SHOWN].reset_index(drop=True)
 
 # %% ../nbs/09_human.ipynb #24704b1e
 def write_audit_sheet(sample:pd.DataFrame,  # `audit_sample`'s prompts
@@ -349,6 +354,7 @@ def audit_report(passes:list,          # `audit` tables, one per independent pas
                 )->pd.DataFrame:
     "Per prompt label and language (and 'all'): each flag's mean share over the audited prompts, with a 95% Wilson interval"
     f = audit_flags(passes)
+    prompts = pd.concat([prompts, prompts.assign(prompt_id=prompts.prompt_id.map(blind_id))])   # by id or blind id
     if unknown := sorted(set(f.index) - set(prompts.prompt_id)):
         raise ValueError(f'the audit names {len(unknown)} prompt(s) not in the prompts table, e.g. {unknown[0]!r}')
     f = f.join(prompts.set_index('prompt_id')[['label', 'lang']])

@@ -8,17 +8,20 @@ import re
 import numpy as np
 import pandas as pd
 
-from .core import LANGUAGES, REWRITE_METHODS
+import difflib
+
+from .core import LANGUAGES, REWRITE_METHODS, NotFound, read_table
 from .embed import encode
-from .lang import detect_lang, keyword_hits, load_lexicon
+from .lang import data_file, detect_lang, keyword_hits, load_lexicon
 from .runner import ask
 
 # %% auto #0
 __all__ = ['DEFAULT_GENERATOR', 'COMMON_RULES', 'METHOD_INSTRUCTIONS', 'LENGTH_BANDS', 'SEED_INSTRUCTION',
            'LONG_CONTEXT_INSTRUCTION', 'TRANSLATE_INSTRUCTION', 'TOXIC_INSTRUCTION', 'REFUSAL_IN_PROMPT',
-           'ON_TOPIC_RANK', 'ON_TOPIC_COSINE', 'COPY_COSINE', 'word_count', 'rewrite_request', 'keyword_hints',
-           'request_for', 'clean_reply', 'seed_pool_of', 'seed_affinity', 'validate_prompts', 'rejection_report',
-           'make_seeds', 'rewrite', 'long_context', 'toxic_twins', 'translate']
+           'ON_TOPIC_RANK', 'ON_TOPIC_COSINE', 'COPY_COSINE', 'PURPOSE_PHRASES', 'NEAR_DUPLICATE', 'word_count',
+           'rewrite_request', 'keyword_hints', 'request_for', 'clean_reply', 'seed_pool_of', 'seed_affinity',
+           'validate_prompts', 'rejection_report', 'make_seeds', 'rewrite', 'long_context', 'toxic_twins', 'translate',
+           'read_authored', 'spec_report', 'edit_similarity', 'twin_similarity', 'near_duplicates']
 
 # %% ../nbs/04_rewrite.ipynb #30de29bb
 DEFAULT_GENERATOR = 'gemini-2.5-flash'
@@ -125,8 +128,10 @@ ON_TOPIC_RANK, ON_TOPIC_COSINE, COPY_COSINE = 10, 0.3, 0.985
 
 # %% ../nbs/04_rewrite.ipynb #b8917bac
 def seed_pool_of(prompts:pd.DataFrame)->pd.DataFrame:
-    "The safe seeds of `prompts` (base_id, lang, text): what rewrites are compared with"
-    return prompts[(prompts.method == 'seed') & (prompts.label == 'safe')][['base_id', 'lang', 'text']]
+    "The safe seeds of `prompts` (base_id, lang, text), or its base prompts when it has no seeds: what rewrites are compared with"
+    safe = prompts[prompts.label == 'safe']
+    pool = safe[safe.method == 'seed'] if (safe.method == 'seed').any() else safe[safe.method == 'base']
+    return pool[['base_id', 'lang', 'text']]
 
 def seed_affinity(df:pd.DataFrame, seed_pool:pd.DataFrame, embedder:str|None=None)->tuple[np.ndarray, np.ndarray]:
     "For each safe rewrite of `df`: cosine to its own seed, and how many seeds of its language are nearer (NaN / 0 otherwise)"
@@ -230,3 +235,69 @@ def translate(prompts:pd.DataFrame,          # the prompts to translate
         if attempt == 0: counts['retried'] = len(todo)
     counts['dropped'] = len(todo)
     return pd.concat(done, ignore_index=True), counts
+
+# %% ../nbs/04_rewrite.ipynb #3d368887
+PURPOSE_PHRASES = re.compile(
+    r"\b(?:for (?:my|our) (?:class|school|project|thesis|novel|story|research|essay|homework|paper)|"
+    r"for a (?:class|school project|novel|story|research project|paper)|for (?:educational|research|academic) purposes|"
+    r"I(?:'d| would) never (?:do|use|try|hurt|actually)|(?:do|buy|get|use|make) (?:it |this |them )?(?:legally|ethically)|"
+    r"just curious|hypothetically speaking)\b|为了(?:写|研究|学习|教学|保护)|作业|研究用|出于(?:学习|研究|好奇)|学习目的|合法地", re.I)
+
+def read_authored(version:str='v1')->pd.DataFrame:
+    "Every hand-written prompt of `version` (`data/authoring/<version>/*.csv`), validated; a prompt written twice kept once"
+    folder = data_file(f'authoring/{version}')
+    files = sorted(folder.glob('*.csv'))
+    if not files: raise NotFound(f'no authored prompts in {folder}: expected CSV files of the authored table there')
+    df = pd.concat([read_table(f, 'authored') for f in files], ignore_index=True)
+    return df.drop_duplicates('prompt_id').reset_index(drop=True)
+
+# %% ../nbs/04_rewrite.ipynb #410f9b22
+def spec_report(prompts:pd.DataFrame,     # authored prompts (with `trigger`)
+                embedder:str|None=None,   # the embedder of the topic check
+               )->pd.DataFrame:
+    "Per language and method of the safe prompts: count and the shares that carry their trigger, hit the lexicon, state a purpose, pass validation"
+    safe = prompts[prompts.label == 'safe'].reset_index(drop=True)
+    checked = validate_prompts(safe, seed_pool_of(prompts), embedder)
+    flags = pd.DataFrame({'lang': safe.lang, 'method': safe.method,
+                          'trigger': [bool(t) and t in x for t, x in zip(safe.trigger.fillna(''), safe.text)],
+                          'lexicon': [bool(keyword_hits(x, l)) for x, l in zip(safe.text, safe.lang)],
+                          'purpose': safe.text.map(lambda x: bool(PURPOSE_PHRASES.search(x))),
+                          'valid': checked.reject == ''})
+    out = flags.groupby(['lang', 'method']).mean()
+    return out.assign(prompts=flags.groupby(['lang', 'method']).size()).reset_index()
+
+# %% ../nbs/04_rewrite.ipynb #79e28cae
+def edit_similarity(a:str, b:str)->float:
+    "difflib's ratio of two texts: over characters when either is CJK, else over words"
+    cjk = bool(_CJK.search(a + b))
+    return difflib.SequenceMatcher(None, *((a, b) if cjk else (a.split(), b.split())), autojunk=False).ratio()
+
+def twin_similarity(prompts:pd.DataFrame,     # prompts with toxic twins (`pair_id`)
+                    embedder:str|None=None,   # the embedder of the cosine
+                   )->pd.DataFrame:
+    "Each toxic twin beside its safe twin: edit similarity, embedder cosine, and `implicit_harm` where authored"
+    safe = prompts.set_index('prompt_id').text
+    twins = prompts[(prompts.label == 'toxic') & prompts.pair_id.isin(safe.index)].reset_index(drop=True)
+    pairs = safe[twins.pair_id].tolist()
+    a, b = encode(twins.text.tolist(), embedder), encode(pairs, embedder)
+    return twins[['prompt_id', 'lang', 'category', 'method']].assign(
+        edit=[edit_similarity(x, y) for x, y in zip(twins.text, pairs)], cosine=(a * b).sum(1),
+        implicit_harm=twins.get('implicit_harm', pd.Series('', index=twins.index)).fillna('') == 'true')
+
+# %% ../nbs/04_rewrite.ipynb #5526cc82
+NEAR_DUPLICATE = 0.92   # cosine of the project's embedder
+
+def near_duplicates(prompts:pd.DataFrame,          # the prompts to check (their safe rows)
+                    others:pd.DataFrame|None=None, # a public set to check against (None: `prompts` against themselves)
+                    threshold:float=NEAR_DUPLICATE,
+                    embedder:str|None=None)->pd.DataFrame:
+    "Pairs of safe prompts of one language, of different topics, with cosine >= `threshold`"
+    a = prompts[prompts.label == 'safe'].reset_index(drop=True)
+    b = a if others is None else others.reset_index(drop=True)
+    sims = encode(a.text.tolist(), embedder) @ encode(b.text.tolist(), embedder).T
+    same_lang = a.lang.to_numpy()[:, None] == b.lang.to_numpy()[None, :]
+    hit = (sims >= threshold) & same_lang
+    if others is None: hit &= (a.base_id.to_numpy()[:, None] != a.base_id.to_numpy()[None, :]) & np.triu(np.ones_like(hit), 1).astype(bool)
+    i, j = np.nonzero(hit)
+    return pd.DataFrame({'prompt_id': a.prompt_id.to_numpy()[i], 'other_id': b.prompt_id.to_numpy()[j],
+                         'cosine': sims[i, j], 'text': a.text.to_numpy()[i], 'other': b.text.to_numpy()[j]})

@@ -15,11 +15,11 @@ from .core import (CATEGORIES, REWRITE_METHODS, REFUSAL_LABELS, REQUIRED_LANGUAG
 from .evaluate import load_benchmark, load_results, benchmark_dir, ensure_results
 from .moderation import moderate
 from .plots import as_list
-from .rewrite import rewrite, seed_pool_of, validate_prompts
+from .rewrite import read_authored, rewrite, seed_pool_of, validate_prompts
 
 # %% auto #0
-__all__ = ['CARD', 'V0_PROVENANCE', 'moderation_filter', 'refusal_counts', 'hard_subset', 'balance', 'balance_grid', 'replenish',
-           'dataset_card', 'write_release', 'to_hf_dataset']
+__all__ = ['CARD', 'V0_PROVENANCE', 'V1_PROVENANCE', 'V1_QUOTA', 'moderation_filter', 'refusal_counts', 'hard_subset', 'balance',
+           'balance_grid', 'replenish', 'dataset_card', 'write_release', 'to_hf_dataset', 'release_authored']
 
 # %% ../nbs/07_select.ipynb #ccd17cb3
 def moderation_filter(prompts:pd.DataFrame, moderators=None)->tuple[pd.DataFrame, pd.DataFrame]:
@@ -92,13 +92,13 @@ styles, long-context variants, and a minimally-changed toxic twin for contrast.
 
 | field | meaning |
 |---|---|
-| prompt_id | `<category>-<nnn>-<method>-<lang>`; a toxic twin adds `-toxic` |
+| prompt_id | `<category>-[v1-]<nnn>-<method>-<lang>`; a toxic twin adds `-toxic` |
 | text | the prompt |
 | lang | ISO 639-1 language code |
 | category | one of OR-Bench's ten: {categories} |
 | label | `safe` (should be answered) or `toxic` (should be refused) |
 | method | `base`, `seed`, a rewrite method ({methods}) or `long_context`; a twin has its safe prompt's method |
-| base_id | the base prompt every row derives from, shared across languages |
+| base_id | the base topic every row derives from (v0: shared across languages; v1: written natively per language); intervals are bootstrapped over it |
 | pair_id | on a toxic twin: the prompt_id of its safe twin |
 | source | who made the row |
 
@@ -169,3 +169,19 @@ def to_hf_dataset(prompts:pd.DataFrame, repo_id:str|None=None):
     if repo_id and os.environ.get('HF_TOKEN'): ds.push_to_hub(repo_id, token=os.environ['HF_TOKEN'])
     elif repo_id: raise RuntimeError(f'set HF_TOKEN in the environment (or .env) to push {repo_id} to the hub')
     return ds
+
+# %% ../nbs/07_select.ipynb #de1f70cc
+V1_PROVENANCE = ("Release v1 was written by hand by the orbench_ml maintainers in November 2026, to the authoring spec "
+                 "of `04_rewrite` (a surface trigger in each prompt, native to its language; no stated good intentions; "
+                 "safe in its most plausible reading; no paraphrase of XSTest or OR-Bench; every rewrite keeps the trigger "
+                 "and the request). 300 base topics per language (30 per category), English and Chinese each written "
+                 "natively, each with a minimal toxic twin; each of the eight rewrite methods for 15 topics per category "
+                 "and language; a long-context variant (320-700 words, or 520-1,100 Chinese characters, the request "
+                 "word for word at the start or the end) for 20 topics per category and language. The files, with the "
+                 "authoring columns and the blind audit, are in `data/authoring/v1/` (its README has the measurements).")
+V1_QUOTA = 15
+
+def release_authored(version:str='v1', folder=None)->Path:
+    "Release the hand-written prompts of `version` as they are (`data/benchmark/<version>/`), with their card"
+    prompts = read_authored(version)[columns('prompts')]
+    return write_release(prompts, version, V1_QUOTA, folder, provenance=V1_PROVENANCE)
