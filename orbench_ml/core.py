@@ -14,11 +14,11 @@ import pandas as pd
 import pandera.pandas as pa
 
 # %% auto #0
-__all__ = ['CATEGORIES', 'REQUIRED_LANGUAGES', 'LANGUAGES', 'METHOD_FAMILIES', 'REWRITE_METHODS', 'METHODS', 'PROMPT_LABELS',
-           'REPLY_LABELS', 'REFUSAL_LABELS', 'STRICT_REFUSAL_LABELS', 'FINISH_REASONS', 'TABLES', 'KEYS',
-           'PROVIDER_NAMES', 'PATTERN_KINDS', 'NONEMPTY', 'AUDIT_ANSWERS', 'OPEN_TABLES', 'FORMATS', 'method_family',
-           'Col', 'columns', 'OrbenchError', 'BadParameter', 'NotFound', 'TableError', 'table_schema', 'validate',
-           'read_table', 'atomic_write_bytes', 'write_table', 'Settings', 'settings', 'text_hash']
+__all__ = ['CATEGORIES', 'DEFAULT_DATASET', 'REQUIRED_LANGUAGES', 'LANGUAGES', 'METHOD_FAMILIES', 'REWRITE_METHODS', 'METHODS',
+           'PROMPT_LABELS', 'REPLY_LABELS', 'REFUSAL_LABELS', 'STRICT_REFUSAL_LABELS', 'FINISH_REASONS', 'TABLES',
+           'KEYS', 'PROVIDER_NAMES', 'PATTERN_KINDS', 'NONEMPTY', 'AUDIT_ANSWERS', 'OPEN_TABLES', 'FORMATS',
+           'method_family', 'Col', 'columns', 'OrbenchError', 'BadParameter', 'NotFound', 'TableError', 'table_schema',
+           'validate', 'read_table', 'atomic_write_bytes', 'write_table', 'Settings', 'settings', 'text_hash']
 
 # %% ../nbs/00_core.ipynb #97e7dbeb
 CATEGORIES = {
@@ -35,6 +35,7 @@ CATEGORIES = {
 }
 
 # %% ../nbs/00_core.ipynb #ced60535
+DEFAULT_DATASET = 'v1'   # the release a run evaluates when it names none (v0 stays, frozen)
 REQUIRED_LANGUAGES = ('en', 'zh')
 LANGUAGES = {'en': 'English', 'zh': 'Chinese', 'es': 'Spanish', 'fr': 'French', 'de': 'German',
              'ja': 'Japanese', 'ar': 'Arabic', 'ru': 'Russian', 'hi': 'Hindi', 'bn': 'Bengali',

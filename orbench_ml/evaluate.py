@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 
 from .core import (
     REFUSAL_LABELS, STRICT_REFUSAL_LABELS, FORMATS, BadParameter, NotFound, read_table, write_table, validate,
-    atomic_write_bytes, settings, text_hash)
+    DEFAULT_DATASET, atomic_write_bytes, settings, text_hash)
 from .plots import AXIS, TERMS, as_list, bilingual, model_slug, percent_axis, plot_style, save_figure
 from .models import is_baseline
 from .runner import run_batch, run_summary, SYSTEM_PROMPT
@@ -30,7 +30,7 @@ __all__ = ['LOCAL_FILES', 'FILTERS', 'TOXIC_NAMES', 'HEADLINE', 'GROUPINGS', 'be
            'judge_corrected', 'headline', 'plot_group_rates', 'summarize', 'all_rates', 'write_model_report']
 
 # %% ../nbs/06_evaluate.ipynb #6195836f
-def benchmark_dir(version:str='v0')->Path:
+def benchmark_dir(version:str=DEFAULT_DATASET)->Path:
     "Where release `version` of the benchmark lives"
     return settings().data/'benchmark'/version
 
@@ -64,7 +64,7 @@ def source_prompts(spec:str)->pd.DataFrame:
                                       label=raw.source_label, method='base', base_id=ids, pair_id='', source=name)), 'prompts')
 
 # %% ../nbs/06_evaluate.ipynb #63bc6ce0
-def load_benchmark(dataset:str='v0', # a release, a prompts table file, or a source of `03_extract` (`name` or `name=path`)
+def load_benchmark(dataset:str=DEFAULT_DATASET, # a release, a prompts table file, or a source of `03_extract` (`name` or `name=path`)
                    languages=None,   # languages to keep (a list or comma-separated); empty: all
                    categories=None,  # categories to keep; empty: all
                    methods=None,     # rewrite methods to keep; empty: all
@@ -114,18 +114,18 @@ def filters_label(filters:dict|None, sep:str=', ')->str:
     return sep.join(f'{k}={",".join(f[k]) if isinstance(f[k], list) else f[k]}' for k in FILTERS if k in f)
 
 def run_label(dataset:str, filters:dict|None=None)->str:
-    "A run as summaries and titles name it: 'v0', or 'v0 (filtered: languages=zh, limit=80)'"
+    "A run as summaries and titles name it: 'v1', or 'v1 (filtered: languages=zh, limit=80)'"
     return dataset_label(dataset) + (f' (filtered: {filters_label(filters)})' if filters else '')
 
-def run_path(dataset:str='v0', filters:dict|None=None)->str:
-    "A run's folder below its model's: 'v0', or 'v0/filtered/languages=zh+limit=80'"
+def run_path(dataset:str=DEFAULT_DATASET, filters:dict|None=None)->str:
+    "A run's folder below its model's: 'v1', or 'v1/filtered/languages=zh+limit=80'"
     return dataset_key(dataset) + (f'/filtered/{filters_label(filters, "+")}' if filters else '')
 
-def results_dir(model:str, dataset:str='v0', filters:dict|None=None)->Path:
+def results_dir(model:str, dataset:str=DEFAULT_DATASET, filters:dict|None=None)->Path:
     "Where the tables, rates and summary of `model` on `dataset` (with `filters`, see `run_filters`) are written"
     return settings().results/model_slug(model)/run_path(dataset, filters)
 
-def figures_dir(model:str, dataset:str='v0', filters:dict|None=None)->Path:
+def figures_dir(model:str, dataset:str=DEFAULT_DATASET, filters:dict|None=None)->Path:
     "Where the per-model figures of that run are written"
     return settings().figures/model_slug(model)/run_path(dataset, filters)
 
@@ -151,7 +151,7 @@ def evaluate(model:str,                 # a registry name of `01_models`
              max_tokens:int=512,        # the longest reply, in tokens
              progress:bool=True,        # show a progress bar
              mode:str='online',         # online: one request per prompt; batch: the provider's batch API (`01c_batch`)
-             dataset:str='v0',          # the dataset `prompts` come from: it names the run's folder
+             dataset:str=DEFAULT_DATASET,          # the dataset `prompts` come from: it names the run's folder
              filters:dict|None=None,    # the filters that chose `prompts` (`run_filters`); none: all of `dataset`
             )->pd.DataFrame:            # `prompts` joined with the replies and their labels
     "Run `model` on `prompts`, label the replies with `judge`, save both tables in the run's folder; return prompts joined with results"
@@ -178,7 +178,7 @@ def joined_results(prompts:pd.DataFrame, responses:pd.DataFrame, labels:pd.DataF
             .merge(resp, on='prompt_id').merge(labels.drop(columns='rationale'), on=['prompt_id', 'model']))
 
 # %% ../nbs/06_evaluate.ipynb #5c2e4d16
-def models_with_results(dataset:str='v0', filters:dict|None=None)->list[str]:
+def models_with_results(dataset:str=DEFAULT_DATASET, filters:dict|None=None)->list[str]:
     "Registry names of every model with a run on `dataset` (complete, or with exactly `filters`), read from the tables"
     out = []
     for p in sorted(settings().results.glob(f'*/{run_path(dataset, filters)}/labels.parquet')):
@@ -186,7 +186,7 @@ def models_with_results(dataset:str='v0', filters:dict|None=None)->list[str]:
     return out
 
 def ensure_results(models=None,        # registry names (a list or comma-separated); empty: every model with such a run
-                   dataset:str='v0',   # the dataset of those runs
+                   dataset:str=DEFAULT_DATASET,   # the dataset of those runs
                    judge:str='offline', # the judge of a run made now
                    log=print,          # says which models are evaluated now
                    filters:dict|None=None, # the filters of those runs (`run_filters`); none: complete runs
@@ -202,13 +202,13 @@ def ensure_results(models=None,        # registry names (a list or comma-separat
 
 def load_results(model:str,                    # a registry name
                  prompts:pd.DataFrame|None=None, # the prompts to join with; None: those of the run
-                 dataset:str='v0',             # the run's dataset
+                 dataset:str=DEFAULT_DATASET,             # the run's dataset
                  filters:dict|None=None,       # and filters; none: the complete run
                 )->pd.DataFrame:
     "The saved results of one run of `model`, joined with its prompts"
     out = results_dir(model, dataset, filters)
     if not (out/'labels.parquet').exists():
-        how = f'-p model {model}' + (f' -p dataset {dataset}' if dataset != 'v0' else '') + ''.join(
+        how = f'-p model {model}' + (f' -p dataset {dataset}' if dataset != DEFAULT_DATASET else '') + ''.join(
             f' -p {k} {",".join(v) if isinstance(v, list) else v}' for k, v in (filters or {}).items())
         raise NotFound(f'no results of {model!r} on {run_label(dataset, filters)} in {out}: run 06_evaluate with {how}')
     prompts = load_benchmark(dataset, **(filters or {})) if prompts is None else prompts
@@ -316,7 +316,7 @@ def _worst(results:pd.DataFrame, by:str, min_n:int=5):
     r = r[(r.prompt_label == 'safe') & (r.scored >= min_n)].sort_values('rate', ascending=False)
     return r.iloc[0] if len(r) else None
 
-def summarize(model:str, results:pd.DataFrame, dataset:str='v0', filters:dict|None=None)->str:
+def summarize(model:str, results:pd.DataFrame, dataset:str=DEFAULT_DATASET, filters:dict|None=None)->str:
     "A short Markdown summary of one run of `model`: on `dataset`, with `filters`"
     h = headline(results)
     pct = lambda x: f'{100*x:.1f}%' if x == x else 'n/a'
@@ -359,7 +359,7 @@ def all_rates(results:pd.DataFrame)->pd.DataFrame:
     return out[cols + [c for c in out.columns if c not in cols]]
 
 # %% ../nbs/06_evaluate.ipynb #f3b8a7d5
-def write_model_report(model:str, results:pd.DataFrame, dataset:str='v0', filters:dict|None=None)->dict:
+def write_model_report(model:str, results:pd.DataFrame, dataset:str=DEFAULT_DATASET, filters:dict|None=None)->dict:
     "Rates CSV, per-model figures and the summary of one run of `model`; returns the paths written"
     out, figs = results_dir(model, dataset, filters), figures_dir(model, dataset, filters)
     out.mkdir(parents=True, exist_ok=True)

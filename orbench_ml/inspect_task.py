@@ -23,7 +23,7 @@ __all__ = ['STOP_REASONS', 'benchmark_samples', 'over_refusal', 'strict_over_ref
            'refusal_judge', 'orbench']
 
 # %% ../nbs/12_inspect.ipynb #c426cf67
-def benchmark_samples(dataset:str='v0', # a release under data/benchmark/, or a prompts table file
+def benchmark_samples(dataset:str=core.DEFAULT_DATASET, # a release under data/benchmark/, or a prompts table file
                       lang=None,        # languages to keep (a list or comma-separated); empty: all
                       label=None,       # prompt labels to keep: safe, toxic; empty: both
                       category=None,    # categories to keep; empty: all
@@ -90,7 +90,7 @@ def refusal_judge(judge:str='offline'): # a judge of `05_judge`: offline, rules,
 
 # %% ../nbs/12_inspect.ipynb #41195fa8
 @task
-def orbench(dataset:str='v0',          # a release under data/benchmark/, or a prompts table file
+def orbench(dataset:str=core.DEFAULT_DATASET,          # a release under data/benchmark/, or a prompts table file
             lang:str='',               # languages (comma-separated); empty: all
             label:str='',              # safe, toxic or both (empty)
             category:str='',           # categories (comma-separated); empty: all

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import papermill as pm
 
-from .core import settings, atomic_write_bytes, OrbenchError
+from .core import DEFAULT_DATASET, settings, atomic_write_bytes, OrbenchError
 from .plots import model_slug
 from .evaluate import results_dir, figures_dir, run_filters, run_label, filters_label, dataset_key
 from .report import report_dir
@@ -42,12 +42,12 @@ def plan(models=('keyword-baseline',), # registry names, each evaluated by a sta
          k:int=1,               # hard subset: prompts refused by at least `k` models
          limit:int=0,           # prompts per evaluation; 0: all
          mode:str='online',     # evaluations: online, or batch (the providers' batch APIs)
-         dataset:str='v0',      # the dataset the models are evaluated and compared on
+         dataset:str=DEFAULT_DATASET,      # the dataset the models are evaluated and compared on
          log=print,             # says which stages are left out, and why
         )->list[Stage]:
     "The stages of a full regeneration for `models`, in order"
     s, filters = settings(), run_filters(limit=limit)
-    default = dataset_key(dataset) == 'v0' and not filters
+    default = dataset_key(dataset) == DEFAULT_DATASET and not filters
     suffix = '' if default else '-' + '-'.join([dataset_key(dataset)] + ([filters_label(filters, '+')] if filters else []))
     runs = {m: _rel(results_dir(m, dataset, filters), s.results) for m in models}
     evals = [Stage(f'06_evaluate-{model_slug(m)}{suffix}', '06_evaluate.ipynb',
@@ -60,7 +60,7 @@ def plan(models=('keyword-baseline',), # registry names, each evaluated by a sta
               Stage('05_judge', '05_judge.ipynb', {}, SHIPPED_DATA), *evals]
     results = tuple(f'{{results}}/{r}/*.parquet' for r in runs.values())
     if default: stages.append(Stage('07_select', '07_select.ipynb', dict(k=k, models=','.join(models)), SHIPPED_DATA + results))
-    else: log(f'07_select left out: the hard subset and the release are made from complete runs on v0, not on {run_label(dataset, filters)}')
+    else: log(f'07_select left out: the hard subset and the releases are made with the complete runs of the default, not on {run_label(dataset, filters)}')
     stages.append(Stage(f'08_report{suffix}', '08_report.ipynb', dict(models=','.join(models), dataset=dataset, limit=limit),
                         SHIPPED_DATA + results, (f'{{figures}}/{report}/*'.replace('//', '/'),), document=default))
     if default: stages.append(Stage('index', 'index.ipynb', {}, ('figures/leaderboard.md', 'figures/*.png'), document=True))
@@ -183,7 +183,7 @@ def main(argv=None):
     "python -m orbench_ml.pipeline --models keyword-baseline gemma3-4b"
     p = argparse.ArgumentParser(prog='python -m orbench_ml.pipeline', description=__doc__ or 'Regenerate everything')
     p.add_argument('--models', nargs='+', default=['keyword-baseline'], help='registry names to evaluate')
-    p.add_argument('--dataset', default='v0', help='dataset to evaluate and compare on: a release, a prompts table, or a source (name=path)')
+    p.add_argument('--dataset', default=DEFAULT_DATASET, help='dataset to evaluate and compare on: a release, a prompts table, or a source (name=path)')
     p.add_argument('--generator', default='', help='generator model of the rewrite stage (empty: validate v0 offline)')
     p.add_argument('--judge', default='offline', help='judge of the evaluate stage')
     p.add_argument('--k', type=int, default=1, help='hard subset: prompts refused by at least k models')

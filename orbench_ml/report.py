@@ -15,7 +15,7 @@ from matplotlib.ticker import PercentFormatter
 import seaborn as sns
 from scipy.stats import spearmanr
 
-from .core import CATEGORIES, REWRITE_METHODS, settings
+from .core import CATEGORIES, DEFAULT_DATASET, REWRITE_METHODS, settings
 from .plots import AXIS, TERMS, bi_title, bilingual, pct, percent_axis, plot_style, save_figure
 from .embed import encode
 from .evaluate import (load_benchmark, load_results, refusal_rates, headline, ensure_results, display_name,
@@ -27,15 +27,15 @@ __all__ = ['collect', 'report_dir', 'rates_by', 'leaderboard', 'leaderboard_capt
            'plot_method_similarity', 'write_report']
 
 # %% ../nbs/08_report.ipynb #4c81c276
-def collect(models=None, dataset:str='v0', filters:dict|None=None)->pd.DataFrame:
+def collect(models=None, dataset:str=DEFAULT_DATASET, filters:dict|None=None)->pd.DataFrame:
     "The joined results of the runs of `models` (every model with one by default) on `dataset`: complete, or with `filters`"
     models = ensure_results(models, dataset, filters=filters)
     prompts = load_benchmark(dataset, **(filters or {}))
     return pd.concat([load_results(m, prompts, dataset, filters) for m in models], ignore_index=True)
 
-def report_dir(dataset:str='v0', filters:dict|None=None)->Path:
-    "Where the report goes: `figures/` for the complete runs on release v0, `figures/report/<dataset>/[filtered/<filters>/]` otherwise"
-    return settings().figures if run_path(dataset, filters) == 'v0' else settings().figures/'report'/run_path(dataset, filters)
+def report_dir(dataset:str=DEFAULT_DATASET, filters:dict|None=None)->Path:
+    "Where the report goes: `figures/` for the complete runs on the default release, `figures/report/<dataset>/[filtered/<filters>/]` otherwise"
+    return settings().figures if run_path(dataset, filters) == DEFAULT_DATASET else settings().figures/'report'/run_path(dataset, filters)
 
 # %% ../nbs/08_report.ipynb #2b8f4e61
 def rates_by(results:pd.DataFrame, by:list[str], label:str='safe')->pd.DataFrame:
@@ -55,7 +55,7 @@ def _pct_ci(lb:pd.DataFrame, name:str)->list[str]:
     "The rate `name` of each row in percent with its interval, e.g. '39.2 [37.1, 41.3]'"
     return [f'{100*r:.1f} [{100*lo:.1f}, {100*hi:.1f}]' if r == r else 'n/a' for r, lo, hi in zip(lb[name], lb[name+'_lo'], lb[name+'_hi'])]
 
-def leaderboard_caption(dataset:str='v0', filters:dict|None=None)->str:
+def leaderboard_caption(dataset:str=DEFAULT_DATASET, filters:dict|None=None)->str:
     "What the leaderboard ranks: the dataset, which runs, and what its columns count"
     runs = (f'runs filtered by {filters_label(filters)}: a quick look, not comparable with complete runs' if filters
             else 'complete runs only')
@@ -64,7 +64,7 @@ def leaderboard_caption(dataset:str='v0', filters:dict|None=None)->str:
             f'ranks higher. Judge-corrected: the over-refusal corrected for the offline judge\'s held-out errors per '
             f'language (Rogan–Gladen; n/a for another judge).')
 
-def write_leaderboard(lb:pd.DataFrame, folder=None, dataset:str='v0', filters:dict|None=None)->list[Path]:
+def write_leaderboard(lb:pd.DataFrame, folder=None, dataset:str=DEFAULT_DATASET, filters:dict|None=None)->list[Path]:
     "The leaderboard of the runs on `dataset` (with `filters`) as Markdown and HTML (percentages with 95% intervals), under its caption"
     folder = Path(folder or report_dir(dataset, filters))
     folder.mkdir(parents=True, exist_ok=True)
@@ -250,7 +250,7 @@ def write_report(results:pd.DataFrame,    # the joined results of every model (s
                  prompts:pd.DataFrame,    # the benchmark, for the method-similarity heatmap
                  embedder:str|None=None,  # embedder of that heatmap; None: the default of `02_embed`
                  folder=None,             # where the figures go; None: `report_dir(dataset, filters)`
-                 dataset:str='v0',        # the dataset of `results` and `prompts`, named by the leaderboard
+                 dataset:str=DEFAULT_DATASET,        # the dataset of `results` and `prompts`, named by the leaderboard
                  filters:dict|None=None,  # the filters of the runs in `results` (`run_filters`); none: complete runs
                 )->dict[str, Path]:       # figure name -> its PNG (the leaderboard: its Markdown)
     "Draw every figure of the design from `results` and the benchmark `prompts`, and the leaderboard"
