@@ -6,7 +6,7 @@ a drawn value, and hands them to the readers: `core.read_table(path, table)`, an
 `lang.read_patterns` for the lexicon and the pattern files. Every one must end in a `TableError` whose
 message names the file, and the row and the column where the fault has them; never another exception.
 """
-import csv, io, json, re, shutil, tempfile
+import atexit, csv, io, json, re, shutil, tempfile
 from collections import Counter
 from dataclasses import dataclass
 from itertools import count
@@ -20,10 +20,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from orbench_ml.core import KEYS, NONEMPTY, OPEN_TABLES, TABLES, TableError, columns, read_table
 from orbench_ml.lang import load_lexicon, read_patterns
 
-EXAMPLES = 16                                     # per case, each in every format of its fault; see test_enough_tables
+EXAMPLES = 16                                     # per case, each in every format of its fault; see `fed`
 HUGE = (20_000, 200_000)                          # characters of a huge cell
 MARK = 'QQMARKQQ'                                 # stands where bytes are broken after encoding
 TMP = Path(tempfile.mkdtemp(prefix='orbench-bad-input-'))
+atexit.register(shutil.rmtree, TMP, ignore_errors=True)   # every file in it is deleted after use; then the folder
 FED, _names = Counter(), count()
 
 # --- valid tables ---------------------------------------------------------------------------------
@@ -273,10 +274,22 @@ def readers(table:str)->list:
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
                     suppress_health_check=list(HealthCheck))
 
+def planned(fault:str)->int:
+    "The tables a case is meant to feed: an example in each format of its fault (a pattern fault: one file)"
+    return EXAMPLES * (len(FAULTS[fault][1]) if fault in FAULTS else 1)
+
+@pytest.fixture
+def fed(request):
+    "Around all the examples of one case (whatever the order or the worker): hypothesis fed it at least one example"
+    before = FED['tables']
+    yield
+    fault = request.node.callspec.params['fault']   # a small table (one column) has few distinct examples: not all 16
+    assert FED['tables'] - before >= planned(fault) // EXAMPLES, f'{fault}: no table fed of {planned(fault)} planned'
+
 @pytest.mark.parametrize('fault,table', CASES, ids=[f'{t}: {f}' for f, t in CASES])
 @SETTINGS
 @given(data=st.data())
-def test_generated_bad_table(fault, table, data):
+def test_generated_bad_table(fault, table, data, fed):
     "One valid table, broken in the way of `fault` in each format the fault applies to"
     make, formats, _ = FAULTS[fault]
     header, rows = data.draw(good_tables(table))
@@ -290,7 +303,7 @@ def test_generated_bad_table(fault, table, data):
 @pytest.mark.parametrize('fault', PATTERN_FAULTS)
 @SETTINGS
 @given(data=st.data())
-def test_generated_bad_pattern_file(fault, data):
+def test_generated_bad_pattern_file(fault, data, fed):
     bad, col = PATTERN_FAULTS[fault]
     head = (['# refusal patterns', '', '# one regular expression a line'] if fault == 'pattern before any section' else
             ['# refusal patterns', '[settings]', 'char_weight = 1', '[refusal]', r"\bi can't\b"])
@@ -308,8 +321,7 @@ def test_generated_bad_pattern_file(fault, data):
     finally: path.unlink()
 
 def test_enough_tables():
-    "Run last: the whole module fed at least 5,000 generated tables (skipped when only part of it ran)"
-    print(f'{FED["tables"]} generated malformed tables, {len(CASES) + len(PATTERN_FAULTS)} distinct cases')
-    if FED['tables'] < 1000: pytest.skip('only part of the module ran')
-    assert FED['tables'] >= 5000 and len(CASES) + len(PATTERN_FAULTS) >= 30
-    shutil.rmtree(TMP, ignore_errors=True)
+    "The module plans at least 5,000 malformed tables a run over at least 30 distinct cases (`fed` checks each case ran)"
+    cases = [f for f, _ in CASES] + list(PATTERN_FAULTS)
+    print(f'{sum(map(planned, cases))} malformed tables planned, {len(cases)} distinct cases')
+    assert sum(map(planned, cases)) >= 5000 and len(cases) >= 30
