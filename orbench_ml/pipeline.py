@@ -31,7 +31,7 @@ class Stage:
     document:bool = False             # its executed notebook becomes the notebook's documentation (see `write_docs`)
 
 PACKAGE_CODE = ('orbench_ml/*.py',)
-SHIPPED_DATA = ('data/*.csv', 'data/*/*.csv', 'data/benchmark/*/*')
+SHIPPED_DATA = ('data/*.csv', 'data/*/*.csv', 'data/benchmark/*/*', 'data/authoring/*/*.csv')   # v1 is released from its authoring files
 
 # %% ../nbs/11_pipeline.ipynb #5a7c9e02
 def _rel(path:Path, root:Path)->str: return path.relative_to(root).as_posix()
