@@ -18,7 +18,8 @@ __all__ = ['CATEGORIES', 'DEFAULT_DATASET', 'REQUIRED_LANGUAGES', 'LANGUAGES', '
            'PROMPT_LABELS', 'REPLY_LABELS', 'REFUSAL_LABELS', 'STRICT_REFUSAL_LABELS', 'FINISH_REASONS', 'TABLES',
            'KEYS', 'PROVIDER_NAMES', 'PATTERN_KINDS', 'NONEMPTY', 'AUDIT_ANSWERS', 'OPEN_TABLES', 'FORMATS',
            'method_family', 'Col', 'columns', 'OrbenchError', 'BadParameter', 'NotFound', 'TableError', 'table_schema',
-           'validate', 'read_table', 'atomic_write_bytes', 'write_table', 'Settings', 'settings', 'text_hash']
+           'validate', 'read_table', 'atomic_write_bytes', 'write_table', 'Settings', 'settings', 'text_hash',
+           'bootstrap_weights']
 
 # %% ../nbs/00_core.ipynb #97e7dbeb
 CATEGORIES = {
@@ -479,3 +480,11 @@ def text_hash(*parts, n:int=16)->str:
     "A stable hex digest of `parts` (JSON-encoded), `n` characters long"
     blob = json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str).encode('utf-8')
     return hashlib.sha256(blob).hexdigest()[:n]
+
+# %% ../nbs/00_core.ipynb #9db313b3
+def bootstrap_weights(n:int,       # units to resample (topics, replies)
+                      n_boot:int,  # resamples
+                      rng          # a numpy Generator
+                     )->np.ndarray:
+    "`n_boot` bootstrap resamples of `n` units as an (n_boot, n) array of counts: how often each unit was drawn"
+    return rng.multinomial(n, np.full(n, 1 / n), n_boot)

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 
 from .core import (
     REFUSAL_LABELS, STRICT_REFUSAL_LABELS, FORMATS, BadParameter, NotFound, read_table, write_table, validate,
-    DEFAULT_DATASET, atomic_write_bytes, settings, text_hash)
+    DEFAULT_DATASET, atomic_write_bytes, bootstrap_weights, settings, text_hash)
 from .plots import AXIS, TERMS, as_list, bilingual, model_slug, percent_axis, plot_style, save_figure
 from .models import is_baseline
 from .runner import run_batch, run_summary, SYSTEM_PROMPT
@@ -237,11 +237,17 @@ def topic_interval(k,               # refusals in each topic
     if len(n) < 2 or k.sum() in (0, n.sum()):
         lo, hi = wilson(len(n) * (k.sum() > 0), len(n))
         return float(lo), float(hi)
-    w = np.random.default_rng(seed).multinomial(len(n), np.full(len(n), 1/len(n)), n_boot)
+    w = bootstrap_weights(len(n), n_boot, np.random.default_rng(seed))
     lo, hi = np.quantile((w @ k) / (w @ n), [(1 - level)/2, (1 + level)/2])
     return float(lo), float(hi)
 
 # %% ../nbs/06_evaluate.ipynb #0f04f434
+def _per_topic(results:pd.DataFrame, keys:list)->pd.DataFrame:
+    "Scored labels counted per group of `keys` and base topic (each reply its own topic where there are none)"
+    scored = results[results.label != 'unscored']
+    topic = scored.base_id if 'base_id' in scored else pd.Series(np.arange(len(scored)), index=scored.index)
+    return pd.crosstab([*(scored[k] for k in keys), topic.rename('topic')], scored.label)
+
 def refusal_rates(results:pd.DataFrame, by=())->pd.DataFrame:
     "Counts and rates of refusals per group of `by` and prompt label, with 95% intervals from a bootstrap over topics"
     keys = [*as_list(by), 'prompt_label']
@@ -250,16 +256,13 @@ def refusal_rates(results:pd.DataFrame, by=())->pd.DataFrame:
         if lab not in counts: counts[lab] = 0
     counts = counts[['answer', 'partial', 'refuse', 'blocked', 'unscored']].rename_axis(columns=None)
     out = counts.assign(n=counts.sum(axis=1), scored=counts.sum(axis=1) - counts.unscored)
-    scored = results[results.label != 'unscored']
-    topics = scored.base_id if 'base_id' in scored else pd.Series(np.arange(len(scored)), index=scored.index)
-    out['topics'] = topics.groupby([scored[k] for k in keys]).nunique().reindex(out.index).fillna(0).astype(int)
+    groups = _per_topic(results, keys).groupby(level=list(range(len(keys))))
+    out['topics'] = groups.size().reindex(out.index).fillna(0).astype(int)
     for name, labs in (('rate', REFUSAL_LABELS), ('strict', STRICT_REFUSAL_LABELS)):
-        k = out[list(labs)].sum(axis=1)
-        out[name] = k / out.scored.replace(0, np.nan)
-        per_topic = scored.label.isin(labs).groupby([*(scored[k] for k in keys), topics]).agg(['sum', 'size'])
-        tup = lambda g: g if isinstance(g, tuple) else (g,)
-        ci = {tup(g): topic_interval(t['sum'], t['size']) for g, t in per_topic.groupby(level=list(range(len(keys))))}
-        out[f'{name}_lo'], out[f'{name}_hi'] = zip(*[ci.get(tup(g), (np.nan, np.nan)) for g in out.index])
+        out[name] = out[list(labs)].sum(axis=1) / out.scored.replace(0, np.nan)
+        interval = lambda t: pd.Series(topic_interval(t.reindex(columns=list(labs), fill_value=0).sum(axis=1), t.sum(axis=1)), index=['lo', 'hi'])
+        ci = groups.apply(interval)
+        out[f'{name}_lo'], out[f'{name}_hi'] = ci.lo.reindex(out.index), ci.hi.reindex(out.index)
     return out.reset_index()
 
 # %% ../nbs/06_evaluate.ipynb #c69c05e2

@@ -225,7 +225,7 @@ def _kappa_bars(ax,                  # the axes to draw in
 
 def _confusion_panel(ax, m:pd.DataFrame, title:str):
     "A confusion matrix: the counts, each cell shaded by its share of the human label's row; returns the image"
-    share = m.div(m.sum(1).replace(0, 1), axis=0).values
+    share = m.div(m.sum(axis=1).replace(0, 1), axis=0).values
     im = ax.imshow(share, cmap='Blues', vmin=0, vmax=1)
     for (i, j), v in np.ndenumerate(m.values):
         ax.text(j, i, v, ha='center', va='center', fontsize=10, color='white' if share[i, j] > 0.6 else 'black')
@@ -326,7 +326,7 @@ def audit_agreement(a:pd.DataFrame,  # one pass (an `audit` table)
                     b:pd.DataFrame   # an independent pass over the same prompts
                    )->pd.DataFrame:
     "Per question: the prompts both passes answered, their raw agreement and Cohen's kappa"
-    both = _answers(a).join(_answers(b), how='inner', lsuffix='_a', rsuffix='_b')
+    both = _answers(a).add_suffix('_a').join(_answers(b).add_suffix('_b'), how='inner')
     rows = []
     for q in AUDIT_QUESTIONS:
         x, y = both[f'{q}_a'], both[f'{q}_b']

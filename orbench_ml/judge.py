@@ -18,7 +18,8 @@ from sklearn.feature_extraction.text import HashingVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import cohen_kappa_score
 
-from .core import FINISH_REASONS, REFUSAL_LABELS, TableError, atomic_write_bytes, read_table, settings, text_hash
+from .core import (FINISH_REASONS, REFUSAL_LABELS, TableError, atomic_write_bytes, bootstrap_weights, read_table,
+                             settings, text_hash)
 from .embed import DEFAULT_EMBEDDER, canonical_name, encode, get_embedder, n_cores
 from .judge_data import COMPLIED, SHIPPED, load_sources
 from .lang import data_file, detect_lang
@@ -571,7 +572,7 @@ def corrected(labels,              # the labels of a group of replies (answer, p
     d = d[d.label != 'unscored']
     if not len(d) or not set(d.lang) <= set(errors): return dict(corrected=np.nan, corrected_lo=np.nan, corrected_hi=np.nan)
     rng, counts = np.random.default_rng(seed), _kind_counts(d)
-    w = rng.multinomial(len(counts), np.full(len(counts), 1 / len(counts)), n_boot)
+    w = bootstrap_weights(len(counts), n_boot, rng)
     parts = [_rate_and_draws(counts[lang].to_numpy(), w, errors[lang], rng) for lang in counts.columns.levels[0]]
     lo, hi = np.quantile(sum(x for _, x in parts) / (w @ counts.to_numpy().sum(1)), [(1 - level) / 2, (1 + level) / 2])
     return dict(corrected=sum(p for p, _ in parts) / len(d), corrected_lo=float(lo), corrected_hi=float(hi))

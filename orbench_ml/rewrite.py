@@ -244,12 +244,16 @@ PURPOSE_PHRASES = re.compile(
     r"just curious|hypothetically speaking)\b|为了(?:写|研究|学习|教学|保护)|作业|研究用|出于(?:学习|研究|好奇)|学习目的|合法地", re.I)
 
 def read_authored(version:str='v1')->pd.DataFrame:
-    "Every hand-written prompt of `version` (`data/authoring/<version>/*.csv`), validated; a prompt written twice kept once"
+    "Every hand-written prompt of `version` (`data/authoring/<version>/*.csv`), validated; a prompt id in two files is an error"
     folder = data_file(f'authoring/{version}')
     files = sorted(folder.glob('*.csv'))
     if not files: raise NotFound(f'no authored prompts in {folder}: expected CSV files of the authored table there')
-    df = pd.concat([read_table(f, 'authored') for f in files], ignore_index=True)
-    return df.drop_duplicates('prompt_id').reset_index(drop=True)
+    tables = [read_table(f, 'authored').assign(file=f.name) for f in files]
+    df = pd.concat(tables, ignore_index=True)
+    if (twice := df[df.prompt_id.duplicated(keep=False)]).size:
+        pid = twice.prompt_id.iloc[0]
+        raise ValueError(f'{folder}: prompt_id {pid!r} is written in {" and ".join(twice.file[twice.prompt_id == pid])}')
+    return df.drop(columns='file')
 
 # %% ../nbs/04_rewrite.ipynb #410f9b22
 def spec_report(prompts:pd.DataFrame,     # authored prompts (with `trigger`)
