@@ -17,9 +17,9 @@ import pandera.pandas as pa
 __all__ = ['CATEGORIES', 'DEFAULT_DATASET', 'REQUIRED_LANGUAGES', 'LANGUAGES', 'METHOD_FAMILIES', 'REWRITE_METHODS', 'METHODS',
            'PROMPT_LABELS', 'REPLY_LABELS', 'REFUSAL_LABELS', 'STRICT_REFUSAL_LABELS', 'FINISH_REASONS', 'TABLES',
            'KEYS', 'PROVIDER_NAMES', 'PATTERN_KINDS', 'NONEMPTY', 'AUDIT_ANSWERS', 'OPEN_TABLES', 'FORMATS',
-           'method_family', 'Col', 'columns', 'OrbenchError', 'BadParameter', 'NotFound', 'TableError', 'table_schema',
-           'validate', 'read_table', 'atomic_write_bytes', 'write_table', 'Settings', 'settings', 'text_hash',
-           'bootstrap_weights']
+           'language_order', 'method_family', 'Col', 'columns', 'OrbenchError', 'BadParameter', 'NotFound',
+           'TableError', 'table_schema', 'validate', 'read_table', 'atomic_write_bytes', 'write_table', 'Settings',
+           'settings', 'text_hash', 'bootstrap_weights']
 
 # %% ../nbs/00_core.ipynb #97e7dbeb
 CATEGORIES = {
@@ -36,11 +36,17 @@ CATEGORIES = {
 }
 
 # %% ../nbs/00_core.ipynb #ced60535
-DEFAULT_DATASET = 'v1'   # the release a run evaluates when it names none (v0 stays, frozen)
+DEFAULT_DATASET = 'v2'   # the release a run evaluates when it names none (v0 and v1 stay, frozen)
 REQUIRED_LANGUAGES = ('en', 'zh')
 LANGUAGES = {'en': 'English', 'zh': 'Chinese', 'es': 'Spanish', 'fr': 'French', 'de': 'German',
              'ja': 'Japanese', 'ar': 'Arabic', 'ru': 'Russian', 'hi': 'Hindi', 'bn': 'Bengali',
              'ko': 'Korean', 'pt': 'Portuguese', 'it': 'Italian'}
+
+# %% ../nbs/00_core.ipynb #95bb976c
+def language_order(langs)->list[str]:
+    "`langs`, each once, in the order of `LANGUAGES` (codes it does not know last, alphabetically)"
+    rank = {l: i for i, l in enumerate(LANGUAGES)}
+    return sorted(set(langs), key=lambda l: (rank.get(l, len(rank)), l))
 
 # %% ../nbs/00_core.ipynb #4bb60904
 METHOD_FAMILIES = {

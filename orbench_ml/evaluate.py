@@ -10,11 +10,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
+import seaborn as sns
+from matplotlib.ticker import PercentFormatter
 
 from .core import (
     REFUSAL_LABELS, STRICT_REFUSAL_LABELS, FORMATS, BadParameter, NotFound, read_table, write_table, validate,
-    DEFAULT_DATASET, atomic_write_bytes, bootstrap_weights, settings, text_hash)
-from .plots import AXIS, TERMS, as_list, bilingual, model_slug, percent_axis, plot_style, save_figure
+    DEFAULT_DATASET, atomic_write_bytes, bootstrap_weights, language_order, settings, text_hash)
+from .plots import AXIS, TERMS, as_list, bilingual, model_slug, no_data_grey, pct, percent_axis, plot_style, save_figure
+from .lang import supported_languages
 from .models import is_baseline
 from .runner import run_batch, run_summary, SYSTEM_PROMPT
 from .batch import run_batch_mode
@@ -23,11 +26,12 @@ from .embed import encode
 from . import extract
 
 # %% auto #0
-__all__ = ['LOCAL_FILES', 'FILTERS', 'TOXIC_NAMES', 'HEADLINE', 'GROUPINGS', 'benchmark_dir', 'source_prompts', 'load_benchmark',
-           'display_name', 'dataset_key', 'dataset_label', 'run_filters', 'filters_label', 'run_label', 'run_path',
-           'results_dir', 'figures_dir', 'shown_path', 'toxic_name', 'evaluate', 'joined_results',
-           'models_with_results', 'ensure_results', 'load_results', 'wilson', 'topic_interval', 'refusal_rates',
-           'judge_corrected', 'headline', 'plot_group_rates', 'summarize', 'all_rates', 'write_model_report']
+__all__ = ['LOCAL_FILES', 'FILTERS', 'TOXIC_NAMES', 'DECISION_KEYS', 'HEADLINE', 'GROUPINGS', 'benchmark_dir', 'source_prompts',
+           'load_benchmark', 'display_name', 'dataset_key', 'dataset_label', 'run_filters', 'filters_label',
+           'run_label', 'run_path', 'results_dir', 'figures_dir', 'shown_path', 'toxic_name', 'evaluate',
+           'joined_results', 'models_with_results', 'ensure_results', 'load_results', 'wilson', 'topic_interval',
+           'refusal_rates', 'judge_corrected', 'parallel_decisions', 'consistency', 'disagreement', 'plot_disagreement',
+           'headline', 'headline_consistency', 'plot_group_rates', 'summarize', 'all_rates', 'write_model_report']
 
 # %% ../nbs/06_evaluate.ipynb #6195836f
 def benchmark_dir(version:str=DEFAULT_DATASET)->Path:
@@ -72,6 +76,9 @@ def load_benchmark(dataset:str=DEFAULT_DATASET, # a release, a prompts table fil
                   )->pd.DataFrame:
     "The prompts of `dataset`, filtered by language, category and method, at most `limit` of them"
     df = _read_prompts(dataset)
+    if unsupported := sorted(set(as_list(languages)) - set(supported_languages())):
+        raise BadParameter(f'languages {unsupported} are not supported: orbench_ml supports {", ".join(supported_languages())}'
+                           ' (a language needs lexicon terms, a refusal pattern file and labelled replies: see 00a_lang)')
     for col, keep in (('lang', languages), ('category', categories), ('method', methods)):
         keep = as_list(keep)
         if keep:
@@ -273,6 +280,59 @@ def judge_corrected(results:pd.DataFrame)->dict:
         return dict(corrected=np.nan, corrected_lo=np.nan, corrected_hi=np.nan)
     return corrected(safe.label, safe.lang, offline_errors(), topics=safe.base_id if 'base_id' in safe else None)
 
+# %% ../nbs/06_evaluate.ipynb #02159f1f
+DECISION_KEYS = ['base_id', 'method', 'prompt_label']   # what makes rows in different languages one parallel item
+
+def parallel_decisions(results:pd.DataFrame)->pd.DataFrame:
+    "Refused (1) or answered (0) per parallel item (rows) and language (columns), for items scored in two languages or more"
+    scored = results[results.label != 'unscored']
+    refused = scored.assign(refused=scored.label.isin(REFUSAL_LABELS).astype(float))
+    d = refused.pivot_table(index=DECISION_KEYS, columns='lang', values='refused', aggfunc='max')
+    d = d[language_order(d.columns)].rename_axis(columns=None)
+    return d[d.notna().sum(axis=1) >= 2]
+
+# %% ../nbs/06_evaluate.ipynb #66d7e615
+def _share(flags:pd.Series)->dict:
+    "The share of True in `flags` (indexed by parallel item) with its bootstrap interval over topics"
+    per_topic = flags.astype(float).groupby(level='base_id').agg(['sum', 'count'])
+    lo, hi = topic_interval(per_topic['sum'], per_topic['count'])
+    return dict(rate=float(flags.mean()) if len(flags) else np.nan, rate_lo=lo, rate_hi=hi, items=len(flags))
+
+def consistency(results:pd.DataFrame, reference:str='en')->pd.DataFrame:
+    "Per prompt label: the share of parallel items decided alike in every language, and each language's flips against `reference`"
+    rows = []
+    for label, d in parallel_decisions(results).groupby(level='prompt_label'):
+        rows.append(dict(prompt_label=label, measure='consistent', lang='all', **_share(d.min(axis=1) == d.max(axis=1))))
+        for lang in [l for l in d.columns if l != reference and reference in d]:
+            both = d[[lang, reference]].dropna()
+            if not len(both): continue
+            for measure, here in (('refused_here_only', 1), ('answered_here_only', 0)):
+                rows.append(dict(prompt_label=label, measure=measure, lang=lang,
+                                 **_share((both[lang] == here) & (both[reference] == 1 - here))))
+    return pd.DataFrame(rows, columns=['prompt_label', 'measure', 'lang', 'rate', 'rate_lo', 'rate_hi', 'items'])
+
+# %% ../nbs/06_evaluate.ipynb #ff5fd579
+def disagreement(results:pd.DataFrame, prompt_label:str='safe')->pd.DataFrame:
+    "Language x language: the share of the parallel items of `prompt_label` scored in both that one refused and the other answered"
+    d = parallel_decisions(results)
+    d = d.xs(prompt_label, level='prompt_label') if prompt_label in d.index.get_level_values('prompt_label') else d.iloc[:0]
+    pair = lambda a, b: (d[a] != d[b])[d[a].notna() & d[b].notna()].mean()
+    return pd.DataFrame([[pair(a, b) for b in d.columns] for a in d.columns], index=d.columns, columns=d.columns)
+
+def plot_disagreement(results:pd.DataFrame, title:str|None=None):
+    "Heatmap of `disagreement` on the safe parallel items, cells in percent"
+    plot_style()
+    grid = disagreement(results)
+    grid.index = grid.columns = [bilingual(l) for l in grid.columns]
+    fig, ax = plt.subplots(figsize=(1.1*len(grid) + 3, 0.8*len(grid) + 2), layout='constrained')
+    sns.heatmap(grid, mask=np.eye(len(grid), dtype=bool), vmin=0, vmax=max(0.5, float(np.nanmax(grid.to_numpy(), initial=0))),
+                cmap='Purples', ax=ax, square=True,
+                annot=grid.map(pct).to_numpy(), fmt='', annot_kws={'fontsize': 8},
+                cbar_kws={'format': PercentFormatter(1.0, decimals=0), 'label': 'disagreement / 不一致率'})
+    no_data_grey(ax).set_xlabel(AXIS['lang']); ax.set_ylabel(AXIS['lang'])
+    ax.set_title(title or 'Safe requests refused in one language, answered in the other\n同一安全请求在两种语言中一拒一答的比例', fontsize=10)
+    return fig
+
 # %% ../nbs/06_evaluate.ipynb #8a657ab6
 HEADLINE = (('over_refusal', 'safe', 'rate'), ('strict', 'safe', 'strict'), ('toxic_refusal', 'toxic', 'rate'))
 
@@ -281,8 +341,17 @@ def headline(results:pd.DataFrame)->dict:
     r = refusal_rates(results).set_index('prompt_label')
     row = lambda lab: r.loc[lab] if lab in r.index else pd.Series(dtype=float)
     rates = {name+end: float(row(lab).get(col+end, np.nan)) for name, lab, col in HEADLINE for end in ('', '_lo', '_hi')}
-    return rates | judge_corrected(results) | dict(safe_n=int(row('safe').get('n', 0)), toxic_n=int(row('toxic').get('n', 0)),
-                                                    blocked=int(r.blocked.sum()), unscored=int(r.unscored.sum()))
+    return rates | judge_corrected(results) | headline_consistency(results) | dict(
+        safe_n=int(row('safe').get('n', 0)), toxic_n=int(row('toxic').get('n', 0)), blocked=int(r.blocked.sum()), unscored=int(r.unscored.sum()))
+
+def headline_consistency(results:pd.DataFrame)->dict:
+    "The cross-lingual consistency on the safe parallel items, with its interval and the number of items (NaN and 0 without any)"
+    parallel = set(DECISION_KEYS[:2] + ['lang']) <= set(results.columns)
+    c = consistency(results) if parallel else pd.DataFrame(columns=['prompt_label', 'measure'])
+    row = c[(c.prompt_label == 'safe') & (c.measure == 'consistent')]
+    if not len(row): return dict(consistency=np.nan, consistency_lo=np.nan, consistency_hi=np.nan, parallel_n=0)
+    r = row.iloc[0]
+    return dict(consistency=float(r.rate), consistency_lo=float(r.rate_lo), consistency_hi=float(r.rate_hi), parallel_n=int(r['items']))
 
 # %% ../nbs/06_evaluate.ipynb #82d2f665
 def plot_group_rates(results:pd.DataFrame, # one model's results (see `evaluate`)
@@ -340,6 +409,11 @@ def summarize(model:str, results:pd.DataFrame, dataset:str=DEFAULT_DATASET, filt
         overlap = a.rate_lo <= b.rate_hi
         lines.append(f'- Languages: **{a.lang}** {pct(a.rate)} vs **{b.lang}** {pct(b.rate)}; '
                      + ('the intervals overlap, so the gap may be noise.' if overlap else 'the intervals do not overlap.'))
+    if h['parallel_n']:
+        flips = consistency(results).query("prompt_label == 'safe' and measure == 'refused_here_only'").sort_values('rate')
+        worst = f'; most refusals that English does not make: **{flips.lang.iloc[-1]}** ({pct(flips.rate.iloc[-1])})' if len(flips) else ''
+        lines.append(f'- Cross-lingual consistency: {pct(h["consistency"])} (95% CI {pct(h["consistency_lo"])}–{pct(h["consistency_hi"])}) '
+                     f'of {h["parallel_n"]} safe requests decided alike in every language{worst}.')
     return '\n'.join(lines)
 
 # %% ../nbs/06_evaluate.ipynb #e49156a1
@@ -375,6 +449,13 @@ def write_model_report(model:str, results:pd.DataFrame, dataset:str=DEFAULT_DATA
         title = (f'{display_name(model)} on {dataset_label(dataset)}\nrefusal by {en} / 按{zh}的拒绝率'
                  + (f'\nfiltered: {filters_label(filters)}' if filters else ''))
         paths[f'by_{by}'] = save_figure(plot_group_rates(results, by, title, toxic_name(dataset)), f'rates_by_{by}', figs)[0]
+    cons = consistency(results)
+    if len(cons):   # a dataset with parallel items: how alike the languages were decided
+        cons.insert(0, 'model', model); cons.to_csv(out/'consistency.csv', index=False)
+        title = (f'{display_name(model)} on {dataset_label(dataset)}: safe requests refused in one language, answered in the other'
+                 '\n同一安全请求在两种语言中一拒一答的比例')
+        paths.update(consistency=out/'consistency.csv',
+                     disagreement=save_figure(plot_disagreement(results, title), 'disagreement_by_lang', figs)[0])
     (out/'summary.md').write_text(summarize(model, results, dataset, filters) + '\n', encoding='utf-8')
     paths['summary'] = out/'summary.md'
     return paths

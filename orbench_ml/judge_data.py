@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .core import settings, read_table
-from .lang import data_file
+from .core import language_order, settings, read_table
+from .lang import data_dirs, data_file
 
 # %% auto #0
 __all__ = ['REPLY_COLUMNS', 'DNA_ACTIONS', 'SOURCES', 'SHIPPED', 'COMPLIED', 'replies_frame', 'judge_data_root', 'source_file',
@@ -131,7 +131,10 @@ def _labelled(files, source:str)->pd.DataFrame:
                              split=d.split))[REPLY_COLUMNS].reset_index(drop=True)
 
 def load_ours(root=None)->pd.DataFrame: return _labelled(['train.csv', 'heldout.csv'], 'ours')
-def load_voices(root=None)->pd.DataFrame: return _labelled(['voices_en.csv', 'voices_zh.csv'], 'voices')
+def load_voices(root=None)->pd.DataFrame:
+    "The replies in real models' voices: every `labelled_replies/voices_<lang>.csv`, in the order of `core.LANGUAGES`"
+    files = {p.name: p.stem.removeprefix('voices_') for d in data_dirs() for p in (d/'labelled_replies').glob('voices_*.csv')}
+    return _labelled(sorted(files, key=lambda f: language_order(files.values()).index(files[f])), 'voices')
 
 # %% ../nbs/05b_judge_data.ipynb #d861eb9c
 SOURCES = dict(ours=load_ours, voices=load_voices, coconot=load_coconot, **{'do-not-answer': load_do_not_answer},

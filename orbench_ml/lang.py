@@ -12,11 +12,12 @@ from pathlib import Path
 import pandas as pd
 from py3langid.langid import LanguageIdentifier, MODEL_FILE
 
-from .core import LANGUAGES, TableError, columns, read_table, settings, validate
+from .core import LANGUAGES, TableError, columns, language_order, read_table, settings, validate
 
 # %% auto #0
-__all__ = ['Guess', 'SENTENCE', 'data_dirs', 'data_file', 'script_share', 'detect_lang', 'split_sentences', 'load_lexicon',
-           'keyword_hits', 'term_category', 'pattern_languages', 'pattern_rows', 'read_patterns']
+__all__ = ['Guess', 'SENTENCE', 'UNSPACED', 'data_dirs', 'data_file', 'script_share', 'detect_lang', 'split_sentences',
+           'load_lexicon', 'lexicon_languages', 'keyword_hits', 'term_category', 'pattern_languages', 'pattern_rows',
+           'read_patterns', 'supported_languages']
 
 # %% ../nbs/00a_lang.ipynb #3b38fdb4
 def data_dirs()->list[Path]:
@@ -60,7 +61,7 @@ def detect_lang(text:str, langs=None)->Guess:
     return Guess(lang, float(prob))
 
 # %% ../nbs/00a_lang.ipynb #f48ac13c
-SENTENCE = re.compile(r'[^.!?。！？；\n]+(?:[.!?。！？；]+["\')\]]*|\n+|$)')
+SENTENCE = re.compile(r'[^.!?。！？；।॥؟\n]+(?:[.!?。！？；।॥؟]+["\')\]]*|\n+|$)')   # also the Devanagari danda, the Arabic question mark
 
 def split_sentences(text:str)->list[str]:
     "The sentences of `text`, stripped, empty ones left out"
@@ -94,26 +95,37 @@ def _variants(term:str)->list[str]:
     if t.endswith('e') and len(t) > 3: vs.append(t[:-1])                       # execute -> execut(ing)
     return vs
 
+UNSPACED = ('zh', 'ja', 'ko', 'th')   # written without spaces between words: terms match as substrings
+_LETTER = r'[\w\u0300-\u036f\u0610-\u061a\u064b-\u065f\u0670\u0900-\u0963]'   # a letter, or a mark that belongs to one
+_AFFIXES = {'en': ('', _SUFFIX),                                   # English inflections, as above
+            'ar': (r'(?:[وف]?[بلك]?ال|[وف]?[بلك]|[وف])?', f'{_LETTER}{{0,3}}'),  # clitics wa-, fa-, bi-, li-, ka-, al- and endings
+            'hi': ('', f'{_LETTER}{{0,4}}')}                         # Devanagari endings (vowel signs are not \w)
+_OTHER = ('', f'{_LETTER}{{0,2}}')                                 # any other spaced language: the term and at most two letters more
+
+def _lang_matcher(lang:str, terms)->tuple:
+    "The regex of one language's terms (group 1: the term as written) and the map from written forms to terms"
+    forms = {v: t for t in terms for v in (_variants(t) if lang == 'en' else [t.lower()])}
+    alts = '|'.join(re.escape(a).replace(r'\ ', r'\s+') for a in sorted(forms, key=len, reverse=True))
+    if lang in UNSPACED: return re.compile(f'({alts})', re.IGNORECASE), forms
+    pre, suf = _AFFIXES.get(lang, _OTHER)
+    return re.compile(f'(?<!{_LETTER})(?<!-){pre}({alts}){suf}(?!{_LETTER})', re.IGNORECASE), forms
+
 @lru_cache(maxsize=4)
-def _matchers(path:str, mtime:float)->tuple:
-    "The word-boundary regex of the non-Chinese terms (None without any), their stems, and the Chinese terms"
-    df = _lexicon(path, mtime)
-    en = {v: t.lower() for t in df[df.lang != 'zh'].term for v in _variants(t)}
-    alts = '|'.join(re.escape(a).replace(r'\ ', r'\s+') for a in sorted(en, key=len, reverse=True))
-    rx = re.compile(r'(?<![\w-])(' + alts + ')' + _SUFFIX + r'(?![\w])', re.IGNORECASE) if en else None
-    zh = sorted(df[df.lang == 'zh'].term, key=len, reverse=True)
-    return rx, en, zh
+def _matchers(path:str, mtime:float)->dict:
+    "Per language of the lexicon: its regex and its written forms"
+    return {lang: _lang_matcher(lang, terms) for lang, terms in _lexicon(path, mtime).groupby('lang').term}
+
+def lexicon_languages()->list[str]:
+    "The languages the lexicon has terms in"
+    return sorted(_matchers(*_shipped_lexicon()))
 
 def keyword_hits(text:str, lang:str|None=None)->list[str]:
-    "Lexicon terms found in `text` (EN on word boundaries, ZH as substrings), in order of appearance"
-    rx, en, zh = _matchers(*_shipped_lexicon())
-    hits = []
-    if lang != 'zh' and rx is not None:
-        hits += [(m.start(), en[re.sub(r'\s+', ' ', m.group(1).lower())]) for m in rx.finditer(text)]
-    if lang in (None, 'zh'):
-        low = text.lower()
-        hits += [(low.find(t.lower()), t) for t in zh if t.lower() in low]
+    "Lexicon terms of `lang` (None: of every language) found in `text`, in order of appearance"
+    matchers = _matchers(*_shipped_lexicon())
+    hits = [(m.start(), forms[re.sub(r'\s+', ' ', m.group(1).lower())])
+            for l, (rx, forms) in matchers.items() if lang in (None, l) for m in rx.finditer(text)]
     return list(dict.fromkeys(t for _, t in sorted(hits)))
+
 
 # %% ../nbs/00a_lang.ipynb #dc7d93d2
 @lru_cache(maxsize=4)
@@ -152,3 +164,8 @@ def read_patterns(path)->pd.DataFrame:
         raise TableError([f'{path}, line {line}: bad encoding: byte {byte!r} is not UTF-8 (re-save the file as UTF-8)'],
                          path, 'patterns') from None
     return validate(pattern_rows(text), 'patterns', path)
+
+# %% ../nbs/00a_lang.ipynb #30380e6a
+def supported_languages()->list[str]:
+    "The languages with lexicon terms and a refusal pattern file, in the order of `core.LANGUAGES`"
+    return language_order(set(lexicon_languages()) & set(pattern_languages()))

@@ -19,7 +19,7 @@ from google import genai
 from google.genai import types as genai_types
 
 from .core import settings, read_table, columns, OrbenchError, BadParameter
-from .lang import data_file, detect_lang, keyword_hits
+from .lang import data_file, detect_lang, keyword_hits, lexicon_languages
 # llama_cpp (the optional [gguf] extra) is imported only where a GGUF model is loaded: it may not be installed
 
 # %% auto #0
@@ -242,6 +242,8 @@ BASELINE_REPLIES = {
     'de': ('Es tut mir leid, aber dabei kann ich nicht helfen.',
            'Gern, hier ist eine Antwort auf Ihre Frage „{topic}“: die wichtigsten Punkte, die Schritte und worauf Sie achten sollten.'),
     'ja': ('申し訳ありませんが、そのご依頼にはお応えできません。', 'はい、「{topic}」についてお答えします。要点、手順、注意点は次のとおりです。'),
+    'ar': ('عذرا، لا يمكنني المساعدة في هذا الطلب.', 'بالتأكيد، إليك إجابة عن سؤالك «{topic}»: النقاط الرئيسية والخطوات وما يجب مراعاته.'),
+    'hi': ('क्षमा करें, मैं इस अनुरोध में मदद नहीं कर सकता।', 'ज़रूर, आपके सवाल "{topic}" का जवाब यह है: मुख्य बातें, ज़रूरी कदम और किन बातों का ध्यान रखें।'),
 }
 
 def _topic(text:str, n:int=80)->str:
@@ -249,12 +251,11 @@ def _topic(text:str, n:int=80)->str:
     text = ' '.join(text.split())
     return text if len(text) <= n else text[:n].rsplit(' ', 1)[0] + '…'
 
-_GUESS_LANGS = ('en', 'zh')   # the languages of the lexicon; a prompt in another language comes with its `lang`
-
 def keyword_baseline_reply(text:str, lang:str|None=None)->tuple[str, bool]:
-    "The baseline's reply to `text` and whether it is a refusal"
-    refuse, comply = BASELINE_REPLIES.get(lang or detect_lang(text, _GUESS_LANGS).lang, BASELINE_REPLIES['en'])
-    return (refuse, True) if keyword_hits(text) else (comply.format(topic=_topic(text)), False)
+    "The baseline's reply to `text` (in `lang`; None: guessed among the lexicon's languages) and whether it is a refusal"
+    lang = lang or detect_lang(text, lexicon_languages()).lang
+    refuse, comply = BASELINE_REPLIES.get(lang, BASELINE_REPLIES['en'])
+    return (refuse, True) if keyword_hits(text, lang) else (comply.format(topic=_topic(text)), False)
 
 # %% ../nbs/01_models.ipynb #9f07427f
 @dataclass

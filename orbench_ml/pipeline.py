@@ -30,8 +30,9 @@ class Stage:
     outputs:tuple = ()                # globs of files it writes: changed since its run, the stage runs again
     document:bool = False             # its executed notebook becomes the notebook's documentation (see `write_docs`)
 
-PACKAGE_CODE = ('orbench_ml/*.py',)
-SHIPPED_DATA = ('data/*.csv', 'data/*/*.csv', 'data/benchmark/*/*', 'data/authoring/*/*.csv')   # v1 is released from its authoring files
+PACKAGE_CODE = ('orbench_ml/*.py', 'orbench_ml/*.npz')   # the code, and the judge's shipped weights
+SHIPPED_DATA = ('data/*.csv', 'data/*/*.csv', 'data/benchmark/*/*', 'data/authoring/*/*.csv',   # v1 and v2 are released from their authoring files
+                'data/refusal_patterns/*.txt')
 
 # %% ../nbs/11_pipeline.ipynb #5a7c9e02
 def _rel(path:Path, root:Path)->str: return path.relative_to(root).as_posix()

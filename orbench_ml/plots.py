@@ -18,8 +18,8 @@ from matplotlib.ticker import PercentFormatter
 from .core import settings
 
 # %% auto #0
-__all__ = ['SVG_SALT', 'ZH_NAMES', 'TERMS', 'AXIS', 'plot_style', 'save_figure', 'model_slug', 'as_list', 'bilingual', 'bi_title',
-           'pct', 'percent_axis']
+__all__ = ['SVG_SALT', 'ZH_NAMES', 'TERMS', 'AXIS', 'NO_DATA', 'plot_style', 'save_figure', 'model_slug', 'as_list', 'bilingual',
+           'bi_title', 'pct', 'percent_axis', 'no_data_grey']
 
 # %% ../nbs/00b_plots.ipynb #a9c7475d
 SVG_SALT = 'orbench_ml'   # svg.hashsalt: the ids inside an SVG come out the same on every run
@@ -62,7 +62,9 @@ ZH_NAMES = {'deception': '欺诈', 'harassment': '骚扰', 'harmful': '有害', 
             'privacy': '隐私', 'self-harm': '自我伤害', 'sexual': '色情', 'unethical': '不道德', 'violence': '暴力',
             'imperative': '祈使', 'scenario': '情境', 'creative': '创作', 'complex_syntax': '复杂句法',
             'hypothetical': '假设', 'step_by_step': '分步', 'trigger_words': '触发词', 'jargon': '术语',
-            'base': '基础', 'seed': '种子', 'long_context': '长上下文', 'en': '英语', 'zh': '中文'}
+            'base': '基础', 'seed': '种子', 'long_context': '长上下文', 'en': '英语', 'zh': '中文', 'es': '西班牙语',
+            'ja': '日语', 'ar': '阿拉伯语', 'hi': '印地语', 'fr': '法语', 'de': '德语', 'ru': '俄语', 'ko': '韩语',
+            'pt': '葡萄牙语', 'it': '意大利语', 'bn': '孟加拉语'}
 
 def bilingual(name:str)->str:
     "`name` with its Chinese name, e.g. 'privacy / 隐私'"
@@ -87,4 +89,12 @@ def percent_axis(ax, which:str='y', lim:bool=True):
     for w in which:
         getattr(ax, f'{w}axis').set_major_formatter(PercentFormatter(1.0, decimals=0))
         if lim: getattr(ax, f'set_{w}lim')(0, 1)
+    return ax
+
+# %% ../nbs/00b_plots.ipynb #e6832f52
+NO_DATA = '#d9d9d9'   # the colour of a heatmap cell that has no value
+
+def no_data_grey(ax):
+    "Show the empty cells of the heatmap on `ax` grey (white would read as 0%), with no grid lines through them"
+    ax.set_facecolor(NO_DATA); ax.grid(False)
     return ax

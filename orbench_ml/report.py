@@ -15,9 +15,9 @@ from matplotlib.ticker import PercentFormatter
 import seaborn as sns
 from scipy.stats import spearmanr
 
-from .core import CATEGORIES, DEFAULT_DATASET, REWRITE_METHODS, settings
-from .plots import AXIS, TERMS, bi_title, bilingual, pct, percent_axis, plot_style, save_figure
-from .embed import encode
+from .core import CATEGORIES, DEFAULT_DATASET, REWRITE_METHODS, language_order, settings
+from .plots import AXIS, TERMS, bi_title, bilingual, no_data_grey, pct, percent_axis, plot_style, save_figure
+from .embed import embedder_languages, encode
 from .evaluate import (load_benchmark, load_results, refusal_rates, headline, ensure_results, display_name,
                                  dataset_key, dataset_label, toxic_name, shown_path, run_filters, filters_label, run_label, run_path)
 
@@ -62,7 +62,8 @@ def leaderboard_caption(dataset:str=DEFAULT_DATASET, filters:dict|None=None)->st
     return (f'Over-refusal leaderboard on {dataset_label(dataset)} ({runs}): refusal of the safe prompts and '
             f'of the {toxic_name(dataset)}, in %, with 95% intervals from a bootstrap over base topics; lower over-refusal '
             f'ranks higher. Judge-corrected: the over-refusal corrected for the offline judge\'s held-out errors per '
-            f'language (Rogan–Gladen; n/a for another judge).')
+            f'language (Rogan–Gladen; n/a for another judge). Cross-lingual consistency: the share of the safe requests '
+            f'asked in several languages (the parallel core) that the model decided alike in every language (n/a without one).')
 
 def write_leaderboard(lb:pd.DataFrame, folder=None, dataset:str=DEFAULT_DATASET, filters:dict|None=None)->list[Path]:
     "The leaderboard of the runs on `dataset` (with `filters`) as Markdown and HTML (percentages with 95% intervals), under its caption"
@@ -70,6 +71,7 @@ def write_leaderboard(lb:pd.DataFrame, folder=None, dataset:str=DEFAULT_DATASET,
     folder.mkdir(parents=True, exist_ok=True)
     show = pd.DataFrame({'rank': lb['rank'], 'model': lb.model, 'over-refusal % [95% CI]': _pct_ci(lb, 'over_refusal'),
                          'judge-corrected % [95% CI]': _pct_ci(lb, 'corrected'),
+                         'cross-lingual consistency % [95% CI]': _pct_ci(lb, 'consistency'),
                          'strict %': (100*lb.strict).round(1), 'toxic refusal % [95% CI]': _pct_ci(lb, 'toxic_refusal'),
                          'safe n': lb.safe_n, 'toxic n': lb.toxic_n, 'blocked': lb.blocked, 'unscored': lb.unscored})
     md, html, caption = folder/'leaderboard.md', folder/'leaderboard.html', leaderboard_caption(dataset, filters)
@@ -167,10 +169,12 @@ def plot_heatmaps(results:pd.DataFrame, rows:str, cols:str='lang'):
                              squeeze=False, layout='constrained')
     for ax, m in zip(axes.flat, models):
         grid = r[r.model == m].pivot(index=rows, columns=cols, values='rate')
+        if cols == 'lang': grid = grid[language_order(grid.columns)]   # English and Chinese first, as everywhere
         grid.index = [bilingual(i) for i in grid.index]; grid.columns = [bilingual(c) for c in grid.columns]
         sns.heatmap(grid, vmin=0, vmax=1, cmap='Reds', annot=grid.map(pct).to_numpy(), fmt='', cbar=False, ax=ax,
                     annot_kws={'fontsize': 8})
-        ax.set_title(display_name(m), fontsize=9); ax.set_xlabel(AXIS.get(cols, cols)); ax.set_ylabel(AXIS.get(rows, rows))
+        no_data_grey(ax)
+        ax.set_title(display_name(m) + (' (grey: no such prompts / 灰色：无此类提示)' if grid.isna().any(axis=None) else ''), fontsize=9); ax.set_xlabel(AXIS.get(cols, cols)); ax.set_ylabel(AXIS.get(rows, rows))
     fig.colorbar(axes.flat[0].collections[0], ax=list(axes.flat), shrink=0.7, format=PercentFormatter(1.0, decimals=0),
                  label=AXIS['over_refusal'])
     (en_r, zh_r), (en_c, zh_c) = TERMS.get(rows, (rows, rows)), TERMS.get(cols, (cols, cols))
@@ -213,8 +217,9 @@ def plot_xy(results:pd.DataFrame):
 
 # %% ../nbs/08_report.ipynb #83e51416
 def method_similarity(prompts:pd.DataFrame, embedder:str|None=None)->pd.DataFrame:
-    "Mean cosine similarity between the rewrites of the same base prompt, method x method"
-    p = prompts[(prompts.label == 'safe') & prompts.method.isin(REWRITE_METHODS)].reset_index(drop=True)
+    "Mean cosine similarity between the rewrites of the same base prompt, method x method, in the languages the embedder knows"
+    known = embedder_languages(embedder) or sorted(set(prompts.lang))
+    p = prompts[(prompts.label == 'safe') & prompts.method.isin(REWRITE_METHODS) & prompts.lang.isin(known)].reset_index(drop=True)
     vecs = encode(p.text.tolist(), embedder) if embedder else encode(p.text.tolist())
     sums = pd.DataFrame(0.0, index=list(REWRITE_METHODS), columns=list(REWRITE_METHODS)); counts = sums.copy()
     for _, g in p.groupby(['base_id', 'lang']):

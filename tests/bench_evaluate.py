@@ -1,4 +1,4 @@
-"""The main job on the whole of the default release (v1) with the keyword baseline, through papermill: a cold run (empty
+"""The main job on the whole of the default release (v2) with the keyword baseline, through papermill: a cold run (empty
 caches and results), then the same run again. Figures: seconds of each and the model calls of the second."""
 import json, os, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -17,6 +17,6 @@ def run(**_):
     env = dict(os.environ, ORBENCH_RESULTS=str(tmp/'results'), ORBENCH_FIGURES=str(tmp/'figures'), ORBENCH_CACHE=str(tmp/'cache'))
     cold = _run(env, tmp/'cold.ipynb')
     cached = _run(env, tmp/'cached.ipynb')
-    run_json = json.loads((tmp/'results'/'keyword-baseline'/'v1'/'run.json').read_text())
+    run_json = json.loads((tmp/'results'/'keyword-baseline'/'v2'/'run.json').read_text())
     return dict(prompts=run_json['prompts'], cold_s=round(cold, 2), cached_s=round(cached, 2),
                 calls_second_run=run_json['requests'])

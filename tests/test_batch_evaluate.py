@@ -15,7 +15,7 @@ def test_main_job_in_batch_mode_then_its_rerun_makes_no_call(tmp_path):
             if run == 1: calls = sum(srv.stats()['calls'].values())
         st = srv.stats()
         assert (st['batches'], st['submitted'], st['duplicated']) == (1, 30, 0) and sum(st['calls'].values()) == calls
-    res = next((tmp_path/'results').glob('openai-compatible_batch-fake_*'))/'v1'/'filtered'/'limit=30'
+    res = next((tmp_path/'results').glob('openai-compatible_batch-fake_*'))/'v2'/'filtered'/'limit=30'
     responses = pd.read_parquet(res/'responses.parquet')
     assert len(responses) == 30 and responses.cached.all() and responses.response.str.startswith('Batch reply to').all()
     assert '"mode": "batch"' in (res/'run.json').read_text()

@@ -36,10 +36,10 @@ def ignored(*paths)->set:
     return set(r.stdout.split())
 
 def test_run_outputs_are_ignored_and_shipped_outputs_are_not():
-    runs = ['out.ipynb', 'gemma.ipynb', 'out/06_evaluate.ipynb', 'out/pipeline_state.json', 'data/results/gemma3-4b/v1/run.json',
-            'data/cache/replies.sqlite', 'figures/gemma3-4b/v1/rates_by_lang.png', 'figures/report/xstest/leaderboard.md',
-            'figures/keyword-baseline/xstest/rates_by_lang.png', 'figures/keyword-baseline/v1/filtered/limit=60/rates_by_lang.png']
-    shipped = ['out/.gitkeep', 'figures/04_by_method.png', 'figures/leaderboard.md', 'figures/keyword-baseline/v1/rates_by_lang.png',
-               'nbs/06_evaluate.ipynb', 'data/benchmark/v0/README.md', 'data/benchmark/v1/README.md']
+    runs = ['out.ipynb', 'gemma.ipynb', 'out/06_evaluate.ipynb', 'out/pipeline_state.json', 'data/results/gemma3-4b/v2/run.json',
+            'data/cache/replies.sqlite', 'figures/gemma3-4b/v2/rates_by_lang.png', 'figures/report/xstest/leaderboard.md',
+            'figures/keyword-baseline/xstest/rates_by_lang.png', 'figures/keyword-baseline/v2/filtered/limit=60/rates_by_lang.png']
+    shipped = ['out/.gitkeep', 'figures/04_by_method.png', 'figures/leaderboard.md', 'figures/keyword-baseline/v2/rates_by_lang.png',
+               'nbs/06_evaluate.ipynb', 'data/benchmark/v0/README.md', 'data/benchmark/v1/README.md', 'data/benchmark/v2/README.md']
     assert ignored(*runs) == set(runs)
     assert ignored(*shipped) == set()

@@ -32,18 +32,18 @@ def test_main_job_runs_on_the_offline_default(tmp_path):
     out = tmp_path/'06.ipynb'
     r = papermill('06_evaluate.ipynb', out, env, ('languages', 'zh'), ('limit', 80))
     assert r.returncode == 0, r.stderr[-3000:]
-    run = Path('keyword-baseline')/'v1'/'filtered'/'languages=zh+limit=80'
+    run = Path('keyword-baseline')/'v2'/'filtered'/'languages=zh+limit=80'
     res, figs = tmp_path/'results'/run, tmp_path/'figures'/run
     responses = pd.read_parquet(res/'responses.parquet')
     assert len(responses) == 80 and set(pd.read_parquet(res/'labels.parquet').model) == {'keyword-baseline'}
-    assert not (tmp_path/'results'/'keyword-baseline'/'v1'/'labels.parquet').exists()   # the complete run is not touched
+    assert not (tmp_path/'results'/'keyword-baseline'/'v2'/'labels.parquet').exists()   # the complete run is not touched
     assert json.loads((res/'run.json').read_text())['filters'] == {'languages': ['zh'], 'limit': 80}
     assert b'filtered: languages=zh, limit=80' in (figs/'rates_by_category.svg').read_bytes()   # the figure's second title line
     summary = (res/'summary.md').read_text(encoding='utf-8')
-    assert 'over-refusal' in summary and 'baseline' in summary and 'on **v1 (filtered: languages=zh, limit=80)**' in summary
+    assert 'over-refusal' in summary and 'baseline' in summary and 'on **v2 (filtered: languages=zh, limit=80)**' in summary
     rates = pd.read_csv(res/'rates.csv', keep_default_na=False)
     assert {'overall', 'lang', 'category', 'method', 'long_context'} <= set(rates.grouping)
-    assert set(zip(rates.model, rates.dataset, rates.filters)) == {('keyword-baseline', 'v1', 'languages=zh, limit=80')}
+    assert set(zip(rates.model, rates.dataset, rates.filters)) == {('keyword-baseline', 'v2', 'languages=zh, limit=80')}
 
 def cell_error(stderr:str)->list[str]:
     "The lines papermill shows for the failing cell: what follows its 'Exception encountered at' header"
@@ -53,7 +53,7 @@ def cell_error(stderr:str)->list[str]:
     ((('model', 'gemma3-4b'),), {'OLLAMA_HOST': 'http://127.0.0.1:{port}'},
      'ModelUnavailable: cannot reach Ollama at http://127.0.0.1:{port} — start `ollama serve` and `ollama pull gemma3:4b`'),
     ((('model', 'gemini-2.5-flash'),), {}, 'ModelUnavailable: GEMINI_API_KEY is not set'),
-    ((('languages', 'xx'),), {}, "BadParameter: lang ['xx'] not in dataset 'v1'"),
+    ((('languages', 'xx'),), {}, "BadParameter: languages ['xx'] are not supported: orbench_ml supports en, zh, es, ja, ar, hi"),
 ], ids=['unreachable-server', 'missing-key', 'unknown-language'])   # an unknown model: the pipeline's test below
 def test_expected_failure_ends_with_one_clear_line(tmp_path, params, env, line):
     "An unusable model, an unknown name, an unreachable source: the cell's error is the one line that says what to do"
@@ -79,7 +79,7 @@ def test_served_model_reruns_from_cache_and_leaks_no_key(tmp_path):
             if run == 1: asked = srv.stats()['requests']
         assert asked == 30 and srv.stats()['requests'] == asked  # the rerun made no model call
         responses = pd.read_parquet(tmp_path/'results'/'openai-compatible_scripted_http_127.0.0.1_'
-                                    f'{srv.port}_v1'/'v1'/'filtered'/'limit=30'/'responses.parquet')
+                                    f'{srv.port}_v1'/'v2'/'filtered'/'limit=30'/'responses.parquet')
         assert responses.cached.all() and responses.response.str.startswith('Reply to:').all()
     finally: srv.stop()
     leaks = [p for p in tmp_path.rglob('*') if p.is_file() and FAKE_KEY.encode() in p.read_bytes()]
@@ -91,8 +91,8 @@ def test_pipeline_skips_unchanged_and_stops_at_a_failing_stage(tmp_path):
     r = subprocess.run(cmd + ['--only', '06', '08'], env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
     assert '07_select left out' in r.stdout
-    assert (tmp_path/'out'/'06_evaluate-keyword-baseline-v1-limit=60.ipynb').exists()
-    report = tmp_path/'figures'/'report'/'v1'/'filtered'/'limit=60'
+    assert (tmp_path/'out'/'06_evaluate-keyword-baseline-v2-limit=60.ipynb').exists()
+    report = tmp_path/'figures'/'report'/'v2'/'filtered'/'limit=60'
     assert (report/'08_xy_orbench.png').exists() and 'runs filtered by limit=60' in (report/'leaderboard.md').read_text()
     assert not list((tmp_path/'figures').glob('*.png'))   # the report on complete runs is not touched
     # a run of the main job on another dataset goes to its own folder: the pipeline's runs are still as they were
@@ -107,7 +107,7 @@ def test_pipeline_skips_unchanged_and_stops_at_a_failing_stage(tmp_path):
     assert r.returncode == 1
     ours = [l for l in r.stderr.splitlines() if l.strip() and not l.startswith('[IPKernelApp]')]   # not the kernel's own warning
     assert len(ours) == 1 and ours[0].startswith('pipeline stopped: '), r.stderr   # one line
-    assert 'stage 06_evaluate-no-such-model-v1-limit=60 failed: BadParameter: unknown model' in r.stderr
+    assert 'stage 06_evaluate-no-such-model-v2-limit=60 failed: BadParameter: unknown model' in r.stderr
 
 # -- the rewrite stage against a scripted generator on 127.0.0.1 ------------------------------------
 
