@@ -318,6 +318,7 @@ def transcreation_check(trans:pd.DataFrame,      # transcreated prompts (`author
                         top:int=TOPIC_RANK,      # the own topic must be among this many nearest topics
                        )->pd.DataFrame:
     "Each transcreation beside its source: language ID, cosine to the source, the rank of its own topic, and why it is rejected"
+    originals = originals[originals.method.isin(trans.method.unique())].reset_index(drop=True)   # no long texts nobody transcreated
     keyed = originals.set_index(PARALLEL_KEYS)
     missing = trans[~trans.set_index(PARALLEL_KEYS).index.isin(keyed.index)]
     if len(missing): raise ValueError(f'{missing.prompt_id.iloc[0]}: no original with its base_id, method and label')
