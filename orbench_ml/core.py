@@ -19,7 +19,7 @@ __all__ = ['CATEGORIES', 'DEFAULT_DATASET', 'REQUIRED_LANGUAGES', 'LANGUAGES', '
            'KEYS', 'PROVIDER_NAMES', 'PATTERN_KINDS', 'NONEMPTY', 'AUDIT_ANSWERS', 'OPEN_TABLES', 'FORMATS',
            'language_order', 'method_family', 'Col', 'columns', 'OrbenchError', 'BadParameter', 'NotFound',
            'TableError', 'table_schema', 'validate', 'read_table', 'atomic_write_bytes', 'write_table', 'Settings',
-           'settings', 'text_hash', 'bootstrap_weights']
+           'settings', 'text_hash', 'spread', 'bootstrap_weights']
 
 # %% ../nbs/00_core.ipynb #97e7dbeb
 CATEGORIES = {
@@ -486,6 +486,12 @@ def text_hash(*parts, n:int=16)->str:
     "A stable hex digest of `parts` (JSON-encoded), `n` characters long"
     blob = json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str).encode('utf-8')
     return hashlib.sha256(blob).hexdigest()[:n]
+
+# %% ../nbs/00_core.ipynb #4c69b29f
+def spread(df, n:int=0, key:str='prompt_id'):
+    "At most `n` rows of `df` (0: all of them): the rows whose `key` hashes lowest, in their own order"
+    if not n or int(n) >= len(df): return df
+    return df.loc[df[key].map(text_hash).sort_values().index[:int(n)]].sort_index()
 
 # %% ../nbs/00_core.ipynb #9db313b3
 def bootstrap_weights(n:int,       # units to resample (topics, replies)

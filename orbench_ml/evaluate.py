@@ -15,7 +15,7 @@ from matplotlib.ticker import PercentFormatter
 
 from .core import (
     REFUSAL_LABELS, STRICT_REFUSAL_LABELS, FORMATS, BadParameter, NotFound, read_table, write_table, validate,
-    DEFAULT_DATASET, atomic_write_bytes, bootstrap_weights, language_order, settings, text_hash)
+    DEFAULT_DATASET, atomic_write_bytes, bootstrap_weights, language_order, settings, spread)
 from .plots import AXIS, TERMS, as_list, bilingual, model_slug, no_data_grey, pct, percent_axis, plot_style, save_figure
 from .lang import supported_languages
 from .models import is_baseline
@@ -85,10 +85,7 @@ def load_benchmark(dataset:str=DEFAULT_DATASET, # a release, a prompts table fil
             unknown = sorted(set(keep) - set(df[col]))
             if unknown: raise BadParameter(f'{col} {unknown} not in dataset {dataset!r} (it has {sorted(set(df[col]))})')
             df = df[df[col].isin(keep)]
-    if limit and int(limit) < len(df):
-        order = df.prompt_id.map(text_hash).sort_values().index
-        df = df.loc[order[:int(limit)]].sort_index()
-    return df.reset_index(drop=True)
+    return spread(df, limit).reset_index(drop=True)
 
 # %% ../nbs/06_evaluate.ipynb #78267bb5
 def display_name(model:str)->str:

@@ -10,7 +10,7 @@ import pandas as pd
 
 import difflib
 
-from .core import LANGUAGES, REWRITE_METHODS, NotFound, language_order, read_table
+from .core import LANGUAGES, REWRITE_METHODS, NotFound, language_order, read_table, spread
 from .embed import encode
 from .lang import data_file, detect_lang, keyword_hits, load_lexicon
 from .runner import ask
@@ -318,22 +318,21 @@ def transcreation_check(trans:pd.DataFrame,      # transcreated prompts (`author
                         top:int=TOPIC_RANK,      # the own topic must be among this many nearest topics
                        )->pd.DataFrame:
     "Each transcreation beside its source: language ID, cosine to the source, the rank of its own topic, and why it is rejected"
-    originals = originals[originals.method.isin(trans.method.unique())].reset_index(drop=True)   # no long texts nobody transcreated
     keyed = originals.set_index(PARALLEL_KEYS)
     missing = trans[~trans.set_index(PARALLEL_KEYS).index.isin(keyed.index)]
     if len(missing): raise ValueError(f'{missing.prompt_id.iloc[0]}: no original with its base_id, method and label')
     src = keyed.loc[list(trans[PARALLEL_KEYS].itertuples(index=False, name=None))]
     t, o = encode(trans.text.tolist(), embedder), encode(originals.text.tolist(), embedder)
     sims = np.where(src.lang.to_numpy()[:, None] == originals.lang.to_numpy()[None, :], t @ o.T, -1.0)   # originals in the source's language
-    own = originals.reset_index(drop=True).reset_index().set_index(PARALLEL_KEYS)['index'][src.index].to_numpy()
     order = np.argsort(originals.base_id.to_numpy(), kind='stable')
     topics, starts = np.unique(originals.base_id.to_numpy()[order], return_index=True)
-    best = np.maximum.reduceat(sims[:, order], starts, axis=1)                  # the nearest original of each topic
+    best = np.maximum.reduceat(sims[:, order], starts, axis=1)                  # each topic: its original nearest the transcreation
     rows = np.arange(len(trans))
-    rank = (best > best[rows, np.searchsorted(topics, trans.base_id)][:, None]).sum(axis=1) + 1
+    own = pd.Index(list(originals[PARALLEL_KEYS].itertuples(index=False, name=None))).get_indexer(src.index)
     out = trans[['prompt_id', 'lang', 'category', 'label', 'method', 'base_id']].assign(
-        source_lang=src.lang.to_numpy(), detected=[detect_lang(x).lang for x in trans.text],
-        cosine=sims[rows, own], topic_rank=rank, nearest_topic=topics[best.argmax(axis=1)])
+        source_lang=src.lang.to_numpy(), detected=[detect_lang(x).lang for x in trans.text], cosine=sims[rows, own],
+        topic_rank=(best > best[rows, np.searchsorted(topics, trans.base_id)][:, None]).sum(axis=1) + 1,
+        nearest_topic=topics[best.argmax(axis=1)])
     why = np.where(out.detected != out.lang, 'language', np.where(out.topic_rank > top, 'drifted', ''))
     return out.assign(reject=why).reset_index(drop=True)
 
