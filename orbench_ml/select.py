@@ -187,7 +187,9 @@ V1_PROVENANCE = ("Release v1 was written by hand by the orbench_ml maintainers i
                  "word for word at the start or the end) for 20 topics per category and language. The files, with the "
                  "authoring columns and the blind audit, are in `data/authoring/v1/` (its README has the measurements).")
 V2_PROVENANCE = ("Release v2 is v1 and its parallel core: 100 of v1's topics (5 English and 5 Chinese per category, "
-                 "none of the ones flagged for a policy read) with their base prompt, its toxic twin and four rewrites each "
+                 "leaving out hate-002's slur and the sexual topics whose prompts name minors; one English twin kept, "
+                 "sexual-v1en-027's, asks for users under 18, and its transcreations ask for married adults instead) "
+                 "with their base prompt, its toxic twin and four rewrites each "
                  "(every method 5 times per category), transcreated by the maintainers in November 2026 into Spanish, "
                  "Japanese, Arabic and Hindi, and into Chinese or English, whichever the topic was not written in: 600 "
                  "prompts (500 safe, 100 twins) in each of six languages that ask the same thing. A transcreation keeps "
