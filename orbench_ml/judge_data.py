@@ -133,8 +133,8 @@ def _labelled(files, source:str)->pd.DataFrame:
 def load_ours(root=None)->pd.DataFrame: return _labelled(['train.csv', 'heldout.csv'], 'ours')
 def load_voices(root=None)->pd.DataFrame:
     "The replies in real models' voices: every `labelled_replies/voices_<lang>.csv`, in the order of `core.LANGUAGES`"
-    files = {p.name: p.stem.removeprefix('voices_') for d in data_dirs() for p in (d/'labelled_replies').glob('voices_*.csv')}
-    return _labelled(sorted(files, key=lambda f: language_order(files.values()).index(files[f])), 'voices')
+    by_lang = {p.stem.removeprefix('voices_'): p.name for d in data_dirs() for p in (d/'labelled_replies').glob('voices_*.csv')}
+    return _labelled([by_lang[lang] for lang in language_order(by_lang)], 'voices')
 
 # %% ../nbs/05b_judge_data.ipynb #d861eb9c
 SOURCES = dict(ours=load_ours, voices=load_voices, coconot=load_coconot, **{'do-not-answer': load_do_not_answer},

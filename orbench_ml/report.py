@@ -173,8 +173,9 @@ def plot_heatmaps(results:pd.DataFrame, rows:str, cols:str='lang'):
         grid.index = [bilingual(i) for i in grid.index]; grid.columns = [bilingual(c) for c in grid.columns]
         sns.heatmap(grid, vmin=0, vmax=1, cmap='Reds', annot=grid.map(pct).to_numpy(), fmt='', cbar=False, ax=ax,
                     annot_kws={'fontsize': 8})
-        no_data_grey(ax)
-        ax.set_title(display_name(m) + (' (grey: no such prompts / 灰色：无此类提示)' if grid.isna().any(axis=None) else ''), fontsize=9); ax.set_xlabel(AXIS.get(cols, cols)); ax.set_ylabel(AXIS.get(rows, rows))
+        empty = ' (grey: no such prompts / 灰色：无此类提示)' if grid.isna().any(axis=None) else ''
+        no_data_grey(ax).set_title(display_name(m) + empty, fontsize=9)
+        ax.set_xlabel(AXIS.get(cols, cols)); ax.set_ylabel(AXIS.get(rows, rows))
     fig.colorbar(axes.flat[0].collections[0], ax=list(axes.flat), shrink=0.7, format=PercentFormatter(1.0, decimals=0),
                  label=AXIS['over_refusal'])
     (en_r, zh_r), (en_c, zh_c) = TERMS.get(rows, (rows, rows)), TERMS.get(cols, (cols, cols))
@@ -220,7 +221,7 @@ def method_similarity(prompts:pd.DataFrame, embedder:str|None=None)->pd.DataFram
     "Mean cosine similarity between the rewrites of the same base prompt, method x method, in the languages the embedder knows"
     known = embedder_languages(embedder) or sorted(set(prompts.lang))
     p = prompts[(prompts.label == 'safe') & prompts.method.isin(REWRITE_METHODS) & prompts.lang.isin(known)].reset_index(drop=True)
-    vecs = encode(p.text.tolist(), embedder) if embedder else encode(p.text.tolist())
+    vecs = encode(p.text.tolist(), embedder)
     sums = pd.DataFrame(0.0, index=list(REWRITE_METHODS), columns=list(REWRITE_METHODS)); counts = sums.copy()
     for _, g in p.groupby(['base_id', 'lang']):
         v, ms = vecs[g.index], g.method.tolist()
@@ -240,7 +241,7 @@ def plot_method_similarity(sim:pd.DataFrame):
     sns.heatmap(named, mask=diagonal, annot=True, fmt='.2f', cmap='viridis', square=True, ax=ax, annot_kws={'fontsize': 8},
                 vmin=np.nanmin(off), vmax=np.nanmax(off), linewidths=0.5, linecolor='white',
                 cbar_kws={'label': 'mean cosine similarity / 平均余弦相似度'})
-    ax.grid(False); ax.set_facecolor('#f2f2f2')   # the left-out diagonal: plain grey cells
+    no_data_grey(ax)   # the left-out diagonal: plain grey cells
     ax.set_title(bi_title('Similarity between rewrite methods (same base prompt)', '改写方式之间的相似度（同一基础提示）'))
     plt.setp(ax.get_xticklabels(), rotation=40, ha='right')
     return fig

@@ -318,17 +318,16 @@ def transcreation_check(trans:pd.DataFrame,      # transcreated prompts (`author
                         top:int=TOPIC_RANK,      # the own topic must be among this many nearest topics
                        )->pd.DataFrame:
     "Each transcreation beside its source: language ID, cosine to the source, the rank of its own topic, and why it is rejected"
-    keyed = originals.set_index(PARALLEL_KEYS)
-    missing = trans[~trans.set_index(PARALLEL_KEYS).index.isin(keyed.index)]
-    if len(missing): raise ValueError(f'{missing.prompt_id.iloc[0]}: no original with its base_id, method and label')
-    src = keyed.loc[list(trans[PARALLEL_KEYS].itertuples(index=False, name=None))]
+    originals = originals.reset_index(drop=True)
+    src = trans[PARALLEL_KEYS].merge(originals[PARALLEL_KEYS + ['lang']].reset_index(), on=PARALLEL_KEYS, how='left')
+    if (lost := src['index'].isna().to_numpy()).any():
+        raise ValueError(f'{trans.prompt_id[lost].iloc[0]}: no original with its base_id, method and label')
     t, o = encode(trans.text.tolist(), embedder), encode(originals.text.tolist(), embedder)
     sims = np.where(src.lang.to_numpy()[:, None] == originals.lang.to_numpy()[None, :], t @ o.T, -1.0)   # originals in the source's language
     order = np.argsort(originals.base_id.to_numpy(), kind='stable')
     topics, starts = np.unique(originals.base_id.to_numpy()[order], return_index=True)
     best = np.maximum.reduceat(sims[:, order], starts, axis=1)                  # each topic: its original nearest the transcreation
-    rows = np.arange(len(trans))
-    own = pd.Index(list(originals[PARALLEL_KEYS].itertuples(index=False, name=None))).get_indexer(src.index)
+    rows, own = np.arange(len(trans)), src['index'].to_numpy(int)
     out = trans[['prompt_id', 'lang', 'category', 'label', 'method', 'base_id']].assign(
         source_lang=src.lang.to_numpy(), detected=[detect_lang(x).lang for x in trans.text], cosine=sims[rows, own],
         topic_rank=(best > best[rows, np.searchsorted(topics, trans.base_id)][:, None]).sum(axis=1) + 1,
@@ -343,6 +342,6 @@ def transcreation_report(check:pd.DataFrame)->pd.DataFrame:
                          rejected=check.reject != '')
     g = flags.groupby('lang')
     out = g[['language_id', 'nearest_own_topic']].mean().assign(rows=g.size(), median_cosine=g.cosine.median(),
-                                                                within_rank=g.topic_rank.apply(lambda r: (r <= TOPIC_RANK).mean()),
+                                                                within_rank=1 - g.reject.apply(lambda r: (r == 'drifted').mean()),
                                                                 rejected=g.rejected.sum())
     return out.loc[language_order(out.index), ['rows', 'language_id', 'median_cosine', 'nearest_own_topic', 'within_rank', 'rejected']]

@@ -10,17 +10,17 @@ from pathlib import Path
 import datasets
 import pandas as pd
 
-from .core import (CATEGORIES, REWRITE_METHODS, REFUSAL_LABELS, REQUIRED_LANGUAGES, LANGUAGES, BadParameter, columns, language_order, validate,
-                             write_table, settings)
+from .core import (CATEGORIES, REWRITE_METHODS, REFUSAL_LABELS, REQUIRED_LANGUAGES, LANGUAGES, BadParameter,
+                             columns, language_order, validate, write_table, settings)
 from .evaluate import load_benchmark, load_results, benchmark_dir, ensure_results
 from .moderation import moderate
 from .plots import as_list
 from .rewrite import read_authored, rewrite, seed_pool_of, validate_prompts
 
 # %% auto #0
-__all__ = ['CARD', 'V0_PROVENANCE', 'V1_PROVENANCE', 'V2_PROVENANCE', 'AUTHORED', 'V1_QUOTA', 'moderation_filter',
-           'refusal_counts', 'hard_subset', 'balance', 'balance_grid', 'replenish', 'dataset_card', 'write_release',
-           'to_hf_dataset', 'release_authored']
+__all__ = ['CARD', 'V0_PROVENANCE', 'V1_PROVENANCE', 'V2_PROVENANCE', 'AUTHORED', 'moderation_filter', 'refusal_counts',
+           'hard_subset', 'balance', 'balance_grid', 'replenish', 'dataset_card', 'write_release', 'to_hf_dataset',
+           'release_authored']
 
 # %% ../nbs/07_select.ipynb #ccd17cb3
 def moderation_filter(prompts:pd.DataFrame, moderators=None)->tuple[pd.DataFrame, pd.DataFrame]:
@@ -199,7 +199,6 @@ V2_PROVENANCE = ("Release v2 is v1 and its parallel core: 100 of v1's topics (5 
                  "(language ID, the embedding check, the authoring spec), and its README has the figures.")
 AUTHORED = {'v1': (('v1',), 15, V1_PROVENANCE),          # release: (authoring folders, balance quota, provenance)
             'v2': (('v1', 'v2'), 5, V2_PROVENANCE)}
-V1_QUOTA = AUTHORED['v1'][1]
 
 def release_authored(version:str='v2', folder=None)->Path:
     "Release the hand-written prompts of `version` (see `AUTHORED`) as they are (`data/benchmark/<version>/`), with their card"
