@@ -125,8 +125,8 @@ def label_refusals(df:pd.DataFrame,               # replies: prompt, response[, 
 
 # %% ../nbs/05_judge.ipynb #49b0b8ce
 JUDGE_CLASSES = ('answer', 'partial', 'refuse')
-FEATURE_VERSION = 9
-CLASSIFIER = dict(head_chars=100, body_chars=600, prompt_chars=300, C=4.0, cheap_C=4.0, ngram_range=(2, 4),
+FEATURE_VERSION = 10
+CLASSIFIER = dict(head_chars=100, body_chars=600, prompt_chars=300, C=1.0, cheap_C=4.0, ngram_range=(2, 4),
                   ngram_features=2**16, ngram_chars=2000, cheap_confident=0.8, partial_weight=1.0,
                   source_weight=1000.0, domain=('ours', 'voices', 'coconot'), domain_boost=2.0)
 
@@ -171,10 +171,13 @@ def cheap_stage_features(texts, langs, evs:list[Evidence]|None=None):
 def _embed(texts, n:int, embedder)->np.ndarray:
     return np.asarray(encode([str(t).strip()[:n] or ' ' for t in texts], embedder=embedder), dtype=np.float32)
 
-def relevance(prompts, head:np.ndarray, texts, embedder=None)->np.ndarray:
-    "Does the reply address the prompt? Cosines of the prompt with the reply and with its opening, and of the opening with the reply"
-    p, body = _embed(prompts, CLASSIFIER['prompt_chars'], embedder), _embed(texts, CLASSIFIER['body_chars'], embedder)
-    return np.stack([(p*body).sum(1), (p*head).sum(1), (head*body).sum(1)], 1).astype(np.float32)
+def relevance(p:np.ndarray,       # the prompts' embeddings
+              head:np.ndarray,    # the replies' openings'
+              body:np.ndarray     # the replies'
+             )->np.ndarray:
+    "Does the reply address the prompt? Three cosines (prompt–reply, prompt–opening, opening–reply), then prompt × reply dimension by dimension"
+    cosines = np.stack([(p*body).sum(1), (p*head).sum(1), (head*body).sum(1)], 1)
+    return np.hstack([cosines, p*body]).astype(np.float32)
 
 def features(texts,                          # the replies
              langs,                          # the language of each (as given: the rules read each in its script's)
@@ -182,11 +185,11 @@ def features(texts,                          # the replies
              evs:list[Evidence]|None=None,   # the replies' evidences, when already computed
              prompts=None                    # the prompts (default: none given, so no relevance to measure)
             )->np.ndarray:
-    "The embedding stage's features: the embedding of each reply's opening, its evidence, its relevance to the prompt"
+    "The embedding stage's features: the embeddings of each reply's opening and of the reply, its evidence, its relevance to the prompt"
     texts = [str(t) for t in texts]
-    head = _embed(texts, CLASSIFIER['head_chars'], embedder)
-    rel = relevance(prompts if prompts is not None else ['']*len(texts), head, texts, embedder)
-    return np.hstack([head, cheap_features(texts, langs, evs), rel])
+    head, body = (_embed(texts, CLASSIFIER[k], embedder) for k in ('head_chars', 'body_chars'))
+    p = _embed(prompts if prompts is not None else ['']*len(texts), CLASSIFIER['prompt_chars'], embedder)
+    return np.hstack([head, body, cheap_features(texts, langs, evs), relevance(p, head, body)])
 
 # %% ../nbs/05_judge.ipynb #31e03ce2
 @dataclass
