@@ -397,7 +397,8 @@ def _classify(rb:pd.DataFrame,       # the replies of a block the rules are unsu
 def offline_frame(r:pd.DataFrame,               # checked replies (`_replies`)
                   model:dict|None=None,         # a trained classifier (default: trained on the shipped split)
                   embedder=None,                # the embedder to train the default classifier with
-                  rules_min:float|None=None,    # the rules decide from this confidence (`RULES['confident']`)
+                  rules_min:float|None=None,    # the rules decide from this confidence (`RULES['confident']`), answers
+                                                #   from `RULES['confident_answer']` if higher
                   cheap_min:float|None=None,    # the cheap stage decides from this one (`CLASSIFIER['cheap_confident']`)
                   block:int=2048                # replies per block
                  )->tuple[pd.DataFrame, pd.DataFrame]:
@@ -410,7 +411,8 @@ def offline_frame(r:pd.DataFrame,               # checked replies (`_replies`)
             b = r.iloc[s:s+block]
             evs = evidences(b.response.values, b.lang.values)
             outs.append(_rules_frame(b, evs))
-            rest = np.flatnonzero(outs[-1].confidence.values < rules_min)
+            decides_from = np.where(outs[-1].label.values == 'answer', max(rules_min, RULES['confident_answer']), rules_min)
+            rest = np.flatnonzero(outs[-1].confidence.values < decides_from)
             if not len(rest): continue
             m = m or _ready_classifier(model, embedder)
             parts += _classify(b.iloc[rest], m, [evs[i] for i in rest], cheap_min, pool)

@@ -211,7 +211,7 @@ def evidences(texts, langs)->list[Evidence]:
     return [evidence(t, l, sets[l]) for t, l in zip(texts, langs)]
 
 # %% ../nbs/05a_rules.ipynb #12e4c554
-RULES = dict(little=160, much=420, long=1000, items=3, confident=0.85)
+RULES = dict(little=160, much=420, long=1000, items=3, confident=0.85, confident_answer=0.95)
 
 def _no_refusal(ev:Evidence)->tuple[str, float, str]:
     "No refusal and no hedge: an answer, less sure when short or pointing elsewhere"
