@@ -333,18 +333,20 @@ def plot_disagreement(results:pd.DataFrame, title:str|None=None):
 # %% ../nbs/06_evaluate.ipynb #8a657ab6
 HEADLINE = (('over_refusal', 'safe', 'rate'), ('strict', 'safe', 'strict'), ('toxic_refusal', 'toxic', 'rate'))
 
-def headline(results:pd.DataFrame)->dict:
+def headline(results:pd.DataFrame,              # one model's results
+             cons:pd.DataFrame|None=None      # their `consistency`, when already computed
+            )->dict:
     "Over-refusal, strict rate and toxic refusal rate of one model's results, with intervals and counts"
     r = refusal_rates(results).set_index('prompt_label')
     row = lambda lab: r.loc[lab] if lab in r.index else pd.Series(dtype=float)
     rates = {name+end: float(row(lab).get(col+end, np.nan)) for name, lab, col in HEADLINE for end in ('', '_lo', '_hi')}
-    return rates | judge_corrected(results) | headline_consistency(results) | dict(
+    return rates | judge_corrected(results) | headline_consistency(results, cons) | dict(
         safe_n=int(row('safe').get('n', 0)), toxic_n=int(row('toxic').get('n', 0)), blocked=int(r.blocked.sum()), unscored=int(r.unscored.sum()))
 
-def headline_consistency(results:pd.DataFrame)->dict:
+def headline_consistency(results:pd.DataFrame, cons:pd.DataFrame|None=None)->dict:
     "The cross-lingual consistency on the safe parallel items, with its interval and the number of items (NaN and 0 without any)"
     parallel = set(DECISION_KEYS[:2] + ['lang']) <= set(results.columns)
-    c = consistency(results) if parallel else pd.DataFrame(columns=['prompt_label', 'measure'])
+    c = cons if cons is not None else consistency(results) if parallel else pd.DataFrame(columns=['prompt_label', 'measure'])
     row = c[(c.prompt_label == 'safe') & (c.measure == 'consistent')]
     if not len(row): return dict(consistency=np.nan, consistency_lo=np.nan, consistency_hi=np.nan, parallel_n=0)
     r = row.iloc[0]
@@ -385,9 +387,11 @@ def _worst(results:pd.DataFrame, by:str, min_n:int=5):
     r = r[(r.prompt_label == 'safe') & (r.scored >= min_n)].sort_values('rate', ascending=False)
     return r.iloc[0] if len(r) else None
 
-def summarize(model:str, results:pd.DataFrame, dataset:str=DEFAULT_DATASET, filters:dict|None=None)->str:
+def summarize(model:str, results:pd.DataFrame, dataset:str=DEFAULT_DATASET, filters:dict|None=None,
+              cons:pd.DataFrame|None=None   # the results' `consistency`, when already computed
+             )->str:
     "A short Markdown summary of one run of `model`: on `dataset`, with `filters`"
-    h = headline(results)
+    h = headline(results, cons)
     pct = lambda x: f'{100*x:.1f}%' if x == x else 'n/a'
     lines = [f'**{model}**' + (' (a baseline, not an LLM)' if is_baseline(model) else '') + f' on **{run_label(dataset, filters)}**'
              f': over-refusal {pct(h["over_refusal"])} (95% CI {pct(h["over_refusal_lo"])}–{pct(h["over_refusal_hi"])}) '
@@ -407,7 +411,7 @@ def summarize(model:str, results:pd.DataFrame, dataset:str=DEFAULT_DATASET, filt
         lines.append(f'- Languages: **{a.lang}** {pct(a.rate)} vs **{b.lang}** {pct(b.rate)}; '
                      + ('the intervals overlap, so the gap may be noise.' if overlap else 'the intervals do not overlap.'))
     if h['parallel_n']:
-        flips = consistency(results).query("prompt_label == 'safe' and measure == 'refused_here_only'").sort_values('rate')
+        flips = (consistency(results) if cons is None else cons).query("prompt_label == 'safe' and measure == 'refused_here_only'").sort_values('rate')
         worst = f'; most refusals that English does not make: **{flips.lang.iloc[-1]}** ({pct(flips.rate.iloc[-1])})' if len(flips) else ''
         lines.append(f'- Cross-lingual consistency: {pct(h["consistency"])} (95% CI {pct(h["consistency_lo"])}–{pct(h["consistency_hi"])}) '
                      f'of {h["parallel_n"]} safe requests decided alike in every language{worst}.')
@@ -453,6 +457,6 @@ def write_model_report(model:str, results:pd.DataFrame, dataset:str=DEFAULT_DATA
                  '\n同一安全请求在两种语言中一拒一答的比例')
         paths.update(consistency=out/'consistency.csv',
                      disagreement=save_figure(plot_disagreement(results, title), 'disagreement_by_lang', figs)[0])
-    (out/'summary.md').write_text(summarize(model, results, dataset, filters) + '\n', encoding='utf-8')
+    (out/'summary.md').write_text(summarize(model, results, dataset, filters, cons) + '\n', encoding='utf-8')
     paths['summary'] = out/'summary.md'
     return paths
