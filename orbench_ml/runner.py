@@ -224,14 +224,18 @@ async def attempt(self:_Run, messages:list)->Reply:
     return r
 
 # %% ../nbs/01a_runner.ipynb #7126b177
-def _wait_for(initial:float):
-    "A tenacity wait: the `backoff_delay` of the failure just seen"
-    return lambda state: backoff_delay(state.outcome.exception(), state.attempt_number - 1, initial)
+def _wait_for(initial:float, tried:int=0):
+    "A tenacity wait: the `backoff_delay` of the failure just seen, `tried` attempts having failed before tenacity's first"
+    return lambda state: backoff_delay(state.outcome.exception(), tried + state.attempt_number - 1, initial)
 
 @patch
 async def retried(self:_Run, messages:list)->Reply:
     "`attempt` until it succeeds, fails for good, or the retries are spent; then the last failure is raised"
-    async for attempt in AsyncRetrying(stop=stop_after_attempt(self.retries + 1), wait=_wait_for(self.backoff),
+    try: return await self.attempt(messages)   # the first attempt, without tenacity's cyclic state
+    except Exception as e:
+        if not (self.retries and is_transient(e)): raise
+        await asyncio.sleep(backoff_delay(e, 0, self.backoff))
+    async for attempt in AsyncRetrying(stop=stop_after_attempt(self.retries), wait=_wait_for(self.backoff, tried=1),
                                        retry=retry_if_exception(is_transient), reraise=True):
         with attempt: r = await self.attempt(messages)
     return r
