@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib, io, json, math, os, time, warnings
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 
@@ -16,6 +16,8 @@ import pandas as pd
 from scipy import sparse
 from sklearn.feature_extraction.text import HashingVectorizer
 from sklearn.linear_model import LogisticRegression
+from sklearn.neural_network import MLPClassifier
+from sklearn.preprocessing import StandardScaler
 from sklearn.metrics import cohen_kappa_score
 
 from .core import (FINISH_REASONS, REFUSAL_LABELS, TableError, atomic_write_bytes, bootstrap_weights, read_table,
@@ -28,12 +30,13 @@ from .moderation import parse_verdict
 from .rules import RULES, Evidence, decide, evidences, normalise, orbench_label, xstest_label
 
 # %% auto #0
-__all__ = ['JUDGE_CLASSES', 'FEATURE_VERSION', 'CLASSIFIER', 'JUDGE_FILE', 'JUDGE_PROMPT', 'FUSION', 'OFFLINE_STAGES',
+__all__ = ['JUDGE_CLASSES', 'FEATURE_VERSION', 'CLASSIFIER', 'JUDGE_FILE', 'STAGES', 'JUDGE_PROMPT', 'FUSION', 'OFFLINE_STAGES',
            'label_refusals', 'cheap_features', 'ngram_features', 'cheap_stage_features', 'relevance', 'features',
-           'LinearStage', 'source_weights', 'fit_stage', 'judge_features', 'fit_judge', 'save_judge', 'load_judge',
-           'train_path', 'train_classifier', 'classifier_frame', 'parse_judge_reply', 'llm_frame', 'offline_frame',
-           'fused_frame', 'kappa', 'score_labels', 'agreement', 'score_source', 'leave_one_source_out', 'error_counts',
-           'corrected_rate', 'corrected', 'offline_errors', 'heldout_errors', 'train_judge']
+           'LinearStage', 'NetworkStage', 'source_weights', 'fit_stage', 'fit_network', 'judge_features', 'fit_judge',
+           'save_judge', 'load_judge', 'train_path', 'train_classifier', 'classifier_frame', 'parse_judge_reply',
+           'llm_frame', 'offline_frame', 'fused_frame', 'kappa', 'score_labels', 'agreement', 'score_source',
+           'leave_one_source_out', 'error_counts', 'corrected_rate', 'corrected', 'offline_errors', 'heldout_errors',
+           'train_judge']
 
 # %% ../nbs/05_judge.ipynb #c9eab0b7
 def _text(df:pd.DataFrame, col:str, empty:str='')->pd.Series:
@@ -125,8 +128,9 @@ def label_refusals(df:pd.DataFrame,               # replies: prompt, response[, 
 
 # %% ../nbs/05_judge.ipynb #49b0b8ce
 JUDGE_CLASSES = ('answer', 'partial', 'refuse')
-FEATURE_VERSION = 10
-CLASSIFIER = dict(head_chars=100, body_chars=600, prompt_chars=300, C=1.0, cheap_C=4.0, ngram_range=(2, 4),
+FEATURE_VERSION = 11
+CLASSIFIER = dict(head_chars=100, body_chars=600, prompt_chars=300, hidden=128, alpha=10.0, epochs=30, members=5,
+                  cheap_C=4.0, ngram_range=(2, 4),
                   ngram_features=2**16, ngram_chars=2000, cheap_confident=0.8, partial_weight=1.0,
                   source_weight=1000.0, domain=('ours', 'voices', 'coconot'), domain_boost=2.0)
 
@@ -192,17 +196,34 @@ def features(texts,                          # the replies
     return np.hstack([head, body, cheap_features(texts, langs, evs), relevance(p, head, body)])
 
 # %% ../nbs/05_judge.ipynb #31e03ce2
+def _softmax(z:np.ndarray)->np.ndarray:
+    z = np.exp(z - z.max(1, keepdims=True))
+    return z / z.sum(1, keepdims=True)
+
+class _Stage:
+    def predict(self, X)->np.ndarray: return self.classes[self.predict_proba(X).argmax(1)]
+
 @dataclass
-class LinearStage:
+class LinearStage(_Stage):
     "A fitted multinomial logistic regression as arrays: p = softmax(X @ coef.T + intercept)"
     coef:np.ndarray        # classes x features
     intercept:np.ndarray   # classes
     classes:np.ndarray     # the class of each row of `coef`
+    def predict_proba(self, X)->np.ndarray: return _softmax(np.asarray(X @ self.coef.T) + self.intercept)
+
+@dataclass
+class NetworkStage(_Stage):
+    "Averaged one-hidden-layer networks as arrays: p = softmax(relu((X - mean) / scale @ w1 + b1) @ w2 + b2)"
+    mean:np.ndarray        # features: the standardisation
+    scale:np.ndarray       # features
+    w1:np.ndarray          # features x hidden units (every member's, side by side)
+    b1:np.ndarray          # hidden units
+    w2:np.ndarray          # hidden units x classes (divided by the number of members: their scores averaged)
+    b2:np.ndarray          # classes
+    classes:np.ndarray
     def predict_proba(self, X)->np.ndarray:
-        z = np.asarray(X @ self.coef.T) + self.intercept
-        z = np.exp(z - z.max(1, keepdims=True))
-        return z / z.sum(1, keepdims=True)
-    def predict(self, X)->np.ndarray: return self.classes[self.predict_proba(X).argmax(1)]
+        h = np.maximum(((np.asarray(X, dtype=np.float32) - self.mean) / self.scale) @ self.w1 + self.b1, 0)
+        return _softmax(h @ self.w2 + self.b2)
 
 def source_weights(sources, labels)->np.ndarray:
     "A weight per row: each source the same total (its classes balanced inside it), the over-refusal domain boosted"
@@ -222,6 +243,26 @@ def fit_stage(X, labels, weights, C:float)->LinearStage:
         lr.fit(X, np.asarray(labels), sample_weight=weights)
     return LinearStage(lr.coef_.astype(np.float32), lr.intercept_.astype(np.float32), lr.classes_)
 
+def _class_scores(net:MLPClassifier)->tuple:
+    "A network's output weights and biases, one column per class (a two-class network has one: its score against 0)"
+    w, b = net.coefs_[1], net.intercepts_[1]
+    return (w, b) if w.shape[1] > 1 else (np.hstack([np.zeros_like(w), w]), np.r_[0.0, b])
+
+def fit_network(X, labels, weights)->NetworkStage:
+    "Fit `CLASSIFIER['members']` networks (seeds 0, 1, ...) on standardised `X`; one stage that averages their scores"
+    C, sc = CLASSIFIER, StandardScaler().fit(X)
+    Xs, w = sc.transform(X), np.asarray(weights) / np.mean(weights)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')   # it stops after `epochs` passes, before sklearn calls it converged
+        nets = [MLPClassifier((C['hidden'],), alpha=C['alpha'], max_iter=C['epochs'], batch_size=256, random_state=seed)
+                .fit(Xs, np.asarray(labels), sample_weight=w) for seed in range(C['members'])]
+    out = [_class_scores(n) for n in nets]
+    w1 = np.hstack([n.coefs_[0] for n in nets]).astype(np.float16).astype(np.float32)   # as stored
+    return NetworkStage(sc.mean_.astype(np.float32), sc.scale_.astype(np.float32), w1,
+                        np.hstack([n.intercepts_[0] for n in nets]).astype(np.float32),
+                        (np.vstack([w for w, _ in out]) / len(nets)).astype(np.float32),
+                        np.mean([b for _, b in out], 0).astype(np.float32), nets[0].classes_)
+
 # %% ../nbs/05_judge.ipynb #53c1239e
 def judge_features(df:pd.DataFrame, embedder=None)->tuple:
     "Both stages' features of a frame of labelled replies"
@@ -237,16 +278,19 @@ def fit_judge(df:pd.DataFrame,          # labelled replies: source, prompt, resp
     Xc, Xe = X if X is not None else judge_features(df, embedder)
     w = source_weights(df.source, df.label)
     cheap = fit_stage(Xc, df.label, w, CLASSIFIER['cheap_C'])
-    est = fit_stage(Xe, df.label, w, CLASSIFIER['C'])
+    est = fit_network(Xe, df.label, w)
     return dict(cheap=cheap, estimator=est, classes=list(est.classes), embedder=embedder,
                 card=dict(feature_version=FEATURE_VERSION, n=len(df), counts={s: dict(Counter(g.label)) for s, g in df.groupby('source')}))
 
 # %% ../nbs/05_judge.ipynb #7ff9ccfd
 JUDGE_FILE = Path(__file__).parent/'judge_v2.npz' if '__file__' in globals() else Path('../orbench_ml/judge_v2.npz')
 
+STAGES = dict(cheap=LinearStage, estimator=NetworkStage)   # each stage of a judge, and the arrays that hold it
+
 def save_judge(m:dict, path=JUDGE_FILE)->Path:
     "Write a fitted judge as arrays and a JSON card in one .npz (no pickle)"
-    arrays = {f'{s}.{k}': getattr(m[s], k) for s in ('cheap', 'estimator') for k in ('coef', 'intercept')}
+    arrays = {f'{s}.{k}': v.astype(np.float16) if k == 'w1' else v
+              for s in STAGES for k, v in vars(m[s]).items() if k != 'classes'}
     card = dict(m['card'], classes=m['classes'], embedder=m['embedder'])
     buf = io.BytesIO()
     np.savez_compressed(buf, card=np.array(json.dumps(card, sort_keys=True)), **arrays)
@@ -260,7 +304,8 @@ def load_judge(path=JUDGE_FILE)->dict:
         if card['feature_version'] != FEATURE_VERSION:
             raise ValueError(f'{path}: judge weights of feature version {card["feature_version"]}, this code reads {FEATURE_VERSION}; retrain with train_judge()')
         classes = np.asarray(card['classes'])
-        stages = {s: LinearStage(z[f'{s}.coef'], z[f'{s}.intercept'], classes) for s in ('cheap', 'estimator')}
+        stages = {s: kind(*[z[f'{s}.{f.name}'].astype(np.float32) for f in fields(kind) if f.name != 'classes'], classes)
+                  for s, kind in STAGES.items()}
     return dict(stages, classes=list(classes), embedder=card['embedder'], card=card)
 
 # %% ../nbs/05_judge.ipynb #6fc96124
