@@ -256,12 +256,12 @@ def fit_network(X, labels, weights)->NetworkStage:
         warnings.simplefilter('ignore')   # it stops after `epochs` passes, before sklearn calls it converged
         nets = [MLPClassifier((C['hidden'],), alpha=C['alpha'], max_iter=C['epochs'], batch_size=256, random_state=seed)
                 .fit(Xs, np.asarray(labels), sample_weight=w) for seed in range(C['members'])]
-    out = [_class_scores(n) for n in nets]
+    scores = [_class_scores(n) for n in nets]
     w1 = np.hstack([n.coefs_[0] for n in nets]).astype(np.float16).astype(np.float32)   # as stored
     return NetworkStage(sc.mean_.astype(np.float32), sc.scale_.astype(np.float32), w1,
                         np.hstack([n.intercepts_[0] for n in nets]).astype(np.float32),
-                        (np.vstack([w for w, _ in out]) / len(nets)).astype(np.float32),
-                        np.mean([b for _, b in out], 0).astype(np.float32), nets[0].classes_)
+                        (np.vstack([out_w for out_w, _ in scores]) / len(nets)).astype(np.float32),
+                        np.mean([out_b for _, out_b in scores], 0).astype(np.float32), nets[0].classes_)
 
 # %% ../nbs/05_judge.ipynb #53c1239e
 def judge_features(df:pd.DataFrame, embedder=None)->tuple:
