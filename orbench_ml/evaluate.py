@@ -343,10 +343,15 @@ def headline(results:pd.DataFrame,              # one model's results
     return rates | judge_corrected(results) | headline_consistency(results, cons) | dict(
         safe_n=int(row('safe').get('n', 0)), toxic_n=int(row('toxic').get('n', 0)), blocked=int(r.blocked.sum()), unscored=int(r.unscored.sum()))
 
+def _consistency_of(results:pd.DataFrame, cons:pd.DataFrame|None=None)->pd.DataFrame:
+    "`cons` when given (computed already), else the results' `consistency`: empty when they hold no parallel items"
+    if cons is not None: return cons
+    if set(DECISION_KEYS[:2] + ['lang']) <= set(results.columns): return consistency(results)
+    return pd.DataFrame(columns=['prompt_label', 'measure', 'lang', 'rate'])
+
 def headline_consistency(results:pd.DataFrame, cons:pd.DataFrame|None=None)->dict:
     "The cross-lingual consistency on the safe parallel items, with its interval and the number of items (NaN and 0 without any)"
-    parallel = set(DECISION_KEYS[:2] + ['lang']) <= set(results.columns)
-    c = cons if cons is not None else consistency(results) if parallel else pd.DataFrame(columns=['prompt_label', 'measure'])
+    c = _consistency_of(results, cons)
     row = c[(c.prompt_label == 'safe') & (c.measure == 'consistent')]
     if not len(row): return dict(consistency=np.nan, consistency_lo=np.nan, consistency_hi=np.nan, parallel_n=0)
     r = row.iloc[0]
@@ -391,6 +396,7 @@ def summarize(model:str, results:pd.DataFrame, dataset:str=DEFAULT_DATASET, filt
               cons:pd.DataFrame|None=None   # the results' `consistency`, when already computed
              )->str:
     "A short Markdown summary of one run of `model`: on `dataset`, with `filters`"
+    cons = _consistency_of(results, cons)   # once, for the headline and the flips below
     h = headline(results, cons)
     pct = lambda x: f'{100*x:.1f}%' if x == x else 'n/a'
     lines = [f'**{model}**' + (' (a baseline, not an LLM)' if is_baseline(model) else '') + f' on **{run_label(dataset, filters)}**'
@@ -411,7 +417,7 @@ def summarize(model:str, results:pd.DataFrame, dataset:str=DEFAULT_DATASET, filt
         lines.append(f'- Languages: **{a.lang}** {pct(a.rate)} vs **{b.lang}** {pct(b.rate)}; '
                      + ('the intervals overlap, so the gap may be noise.' if overlap else 'the intervals do not overlap.'))
     if h['parallel_n']:
-        flips = (consistency(results) if cons is None else cons).query("prompt_label == 'safe' and measure == 'refused_here_only'").sort_values('rate')
+        flips = cons.query("prompt_label == 'safe' and measure == 'refused_here_only'").sort_values('rate')
         worst = f'; most refusals that English does not make: **{flips.lang.iloc[-1]}** ({pct(flips.rate.iloc[-1])})' if len(flips) else ''
         lines.append(f'- Cross-lingual consistency: {pct(h["consistency"])} (95% CI {pct(h["consistency_lo"])}–{pct(h["consistency_hi"])}) '
                      f'of {h["parallel_n"]} safe requests decided alike in every language{worst}.')
