@@ -19,6 +19,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 from sklearn.preprocessing import StandardScaler
 from sklearn.metrics import cohen_kappa_score
+from sklearn.model_selection import GroupKFold
 
 from .core import (FINISH_REASONS, REFUSAL_LABELS, TableError, atomic_write_bytes, bootstrap_weights, read_table,
                              settings, text_hash)
@@ -35,8 +36,8 @@ __all__ = ['JUDGE_CLASSES', 'FEATURE_VERSION', 'CLASSIFIER', 'JUDGE_FILE', 'STAG
            'LinearStage', 'NetworkStage', 'source_weights', 'fit_stage', 'fit_network', 'judge_features', 'fit_judge',
            'save_judge', 'load_judge', 'train_path', 'train_classifier', 'classifier_frame', 'parse_judge_reply',
            'llm_frame', 'offline_frame', 'fused_frame', 'kappa', 'score_labels', 'agreement', 'score_source',
-           'leave_one_source_out', 'error_counts', 'corrected_rate', 'corrected', 'offline_errors', 'heldout_errors',
-           'train_judge']
+           'leave_one_source_out', 'cross_validate', 'error_counts', 'corrected_rate', 'corrected', 'offline_errors',
+           'heldout_errors', 'train_judge']
 
 # %% ../nbs/05_judge.ipynb #c9eab0b7
 def _text(df:pd.DataFrame, col:str, empty:str='')->pd.Series:
@@ -561,23 +562,47 @@ def score_source(true, pred, source:str)->dict:
                 acc3=(t == p).mean() if has3 else np.nan, partial_recall=(p[t == 'partial'] == 'partial').mean() if has3 else np.nan)
 
 # %% ../nbs/05_judge.ipynb #8f017906
+def _train_rows(df:pd.DataFrame, embedder, X:tuple|None)->tuple[pd.DataFrame, tuple]:
+    "df's train rows, and their `judge_features` (computed unless given)"
+    train = df[df.split == 'train'].reset_index(drop=True)
+    return train, (X if X is not None else judge_features(train, embedder))
+
+def _refit(train:pd.DataFrame, X:tuple, keep:np.ndarray, embedder)->dict:
+    "A judge fitted on the rows of `train` where `keep` holds, from their features in `X`"
+    return fit_judge(train[keep], embedder, (X[0][keep], X[1][keep]))
+
 def leave_one_source_out(df:pd.DataFrame,    # labelled replies of several sources (`load_sources`)
                          embedder=None,      # the sentence embedder
                          X:tuple|None=None   # `judge_features` of df's train rows, when already computed
                         )->pd.DataFrame:
     "Train on every source but one, label that one with `offline`; score it beside the keyword baselines"
-    train = df[df.split == 'train'].reset_index(drop=True)
-    X = X if X is not None else judge_features(train, embedder)
+    train, X = _train_rows(df, embedder, X)
     rows = []
     for s in df.source.unique():
-        keep = (train.source != s).values
-        m = fit_judge(train[keep], embedder, (X[0][keep], X[1][keep]))
+        m = _refit(train, X, (train.source != s).values, embedder)
         test = df[df.source == s]
         judged = dict(offline=label_refusals(test, judge='offline', model=m).label,
                       xstest=label_refusals(test, judge='xstest').label, orbench=label_refusals(test, judge='orbench').label)
         for lang, g in test.groupby('lang'):
             rows += [dict(source=s, lang=lang, judge=j, **score_source(g.label, l[g.index], s)) for j, l in judged.items()]
     return pd.DataFrame(rows)
+
+# %% ../nbs/05_judge.ipynb #e3d7895b
+def cross_validate(df:pd.DataFrame,      # labelled replies of several sources (`load_sources`)
+                   folds:int=5,          # folds of the shipped sources' train rows, grouped by prompt
+                   embedder=None,        # the sentence embedder
+                   X:tuple|None=None     # `judge_features` of df's train rows, when already computed
+                  )->pd.DataFrame:
+    "Grouped k-fold CV of `offline` on the shipped sources' train rows (the others always train), per language"
+    train, X = _train_rows(df, embedder, X)
+    folded = np.flatnonzero(train.source.isin(SHIPPED).values)
+    pred = pd.Series(index=folded, dtype=object)
+    for _, held in GroupKFold(folds).split(folded, groups=train.prompt.values[folded]):
+        m = _refit(train, X, ~np.isin(np.arange(len(train)), folded[held]), embedder)
+        pred[folded[held]] = label_refusals(train.iloc[folded[held]], judge='offline', model=m).label.values
+    scored = train.iloc[folded]
+    return pd.DataFrame([dict(lang=lang, **score_source(g.label, pred[g.index], 'ours'))
+                         for lang, g in scored.groupby('lang')])
 
 # %% ../nbs/05_judge.ipynb #3eff3e5e
 def error_counts(true, pred)->dict:
@@ -643,15 +668,17 @@ def heldout_errors(m:dict, df:pd.DataFrame)->dict:
 def train_judge(root=None,              # where the public sources are (`judge_data_root`)
                 path=JUDGE_FILE,        # where the weights go
                 sources=None,           # the sources to learn from (default: all)
-                loso:bool=True          # also run leave-one-source-out into data/judge/loso.csv
+                measure:bool=True       # also measure it: leave-one-source-out and cross-validation into data/judge/
                )->dict:
     "Retrain the shipped judge from the sources, measure it, and save it"
     df = load_sources(sources, root)
     train = df[df.split == 'train'].reset_index(drop=True)
-    X = judge_features(train)   # read and embedded once, for the judge and every fold of leave-one-source-out
+    X = judge_features(train)   # read and embedded once, for the judge and every fold of its measures
     m = fit_judge(train, X=X)
     m['card'].update(errors=heldout_errors(m, df), sources=sorted(df.source.unique()))
     save_judge(m, path)
     _classifier.cache_clear()
-    if loso: leave_one_source_out(df, X=X).round(4).to_csv(data_file('judge/loso.csv'), index=False)
+    if measure:
+        leave_one_source_out(df, X=X).round(4).to_csv(data_file('judge/loso.csv'), index=False)
+        cross_validate(df, X=X).round(4).to_csv(data_file('judge/cv.csv'), index=False)
     return m
