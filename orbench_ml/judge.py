@@ -36,8 +36,8 @@ __all__ = ['JUDGE_CLASSES', 'FEATURE_VERSION', 'CLASSIFIER', 'JUDGE_FILE', 'STAG
            'LinearStage', 'NetworkStage', 'source_weights', 'fit_stage', 'fit_network', 'judge_features', 'fit_judge',
            'save_judge', 'load_judge', 'train_path', 'train_classifier', 'classifier_frame', 'parse_judge_reply',
            'llm_frame', 'offline_frame', 'fused_frame', 'kappa', 'score_labels', 'agreement', 'score_source',
-           'leave_one_source_out', 'cross_validate', 'error_counts', 'corrected_rate', 'corrected', 'offline_errors',
-           'heldout_errors', 'train_judge']
+           'leave_one_source_out', 'cross_validated_labels', 'cross_validate', 'error_counts', 'corrected_rate',
+           'corrected', 'offline_errors', 'heldout_errors', 'train_judge']
 
 # %% ../nbs/05_judge.ipynb #c9eab0b7
 def _text(df:pd.DataFrame, col:str, empty:str='')->pd.Series:
@@ -588,21 +588,26 @@ def leave_one_source_out(df:pd.DataFrame,    # labelled replies of several sourc
     return pd.DataFrame(rows)
 
 # %% ../nbs/05_judge.ipynb #e3d7895b
-def cross_validate(df:pd.DataFrame,      # labelled replies of several sources (`load_sources`)
-                   folds:int=5,          # folds of the shipped sources' train rows, grouped by prompt
-                   embedder=None,        # the sentence embedder
-                   X:tuple|None=None     # `judge_features` of df's train rows, when already computed
-                  )->pd.DataFrame:
-    "Grouped k-fold CV of `offline` on the shipped sources' train rows (the others always train), per language"
+def cross_validated_labels(df:pd.DataFrame,   # labelled replies of several sources (`load_sources`)
+                           folds:int=5,       # folds of the shipped sources' train rows, grouped by prompt
+                           embedder=None,     # the sentence embedder
+                           X:tuple|None=None  # `judge_features` of df's train rows, when already computed
+                          )->pd.DataFrame:
+    "The shipped sources' train rows, each labelled (`judged`) by `offline` fitted without its fold"
     train, X = _train_rows(df, embedder, X)
-    folded = np.flatnonzero(train.source.isin(SHIPPED).values)
-    pred = pd.Series(index=folded, dtype=object)
-    for _, held in GroupKFold(folds).split(folded, groups=train.prompt.values[folded]):
-        m = _refit(train, X, ~np.isin(np.arange(len(train)), folded[held]), embedder)
-        pred[folded[held]] = label_refusals(train.iloc[folded[held]], judge='offline', model=m).label.values
-    scored = train.iloc[folded]
-    return pd.DataFrame([dict(lang=lang, **score_source(g.label, pred[g.index], 'ours'))
-                         for lang, g in scored.groupby('lang')])
+    folded = train.iloc[np.flatnonzero(train.source.isin(SHIPPED).values)]
+    parts = []
+    for fold, (_, held) in enumerate(GroupKFold(folds).split(folded, groups=folded.prompt)):
+        rows = folded.iloc[held]
+        m = _refit(train, X, ~train.index.isin(rows.index), embedder)
+        judged = label_refusals(rows, judge='offline', model=m)
+        parts.append(rows.assign(judged=judged.label, judge=judged.judge, rationale=judged.rationale, fold=fold))
+    return pd.concat(parts).loc[folded.index]
+
+def cross_validate(df:pd.DataFrame, folds:int=5, embedder=None, X:tuple|None=None)->pd.DataFrame:
+    "Grouped k-fold CV of `offline` on the shipped sources' train rows (the others always train), per language"
+    cv = cross_validated_labels(df, folds, embedder, X)
+    return pd.DataFrame([dict(lang=lang, **score_source(g.label, g.judged, 'ours')) for lang, g in cv.groupby('lang')])
 
 # %% ../nbs/05_judge.ipynb #3eff3e5e
 def error_counts(true, pred)->dict:
