@@ -596,6 +596,7 @@ def cross_validated_labels(df:pd.DataFrame,   # labelled replies of several sour
     "The shipped sources' train rows, each labelled (`judged`) by `offline` fitted without its fold"
     train, X = _train_rows(df, embedder, X)
     folded = train.iloc[np.flatnonzero(train.source.isin(SHIPPED).values)]
+    if len(folded) < folds: raise ValueError(f'cross-validation folds the train rows of {SHIPPED}: {len(folded)} here, fewer than {folds} folds')
     parts = []
     for fold, (_, held) in enumerate(GroupKFold(folds).split(folded, groups=folded.prompt)):
         rows = folded.iloc[held]
@@ -677,13 +678,12 @@ def train_judge(root=None,              # where the public sources are (`judge_d
                )->dict:
     "Retrain the shipped judge from the sources, measure it, and save it"
     df = load_sources(sources, root)
-    train = df[df.split == 'train'].reset_index(drop=True)
-    X = judge_features(train)   # read and embedded once, for the judge and every fold of its measures
+    train, X = _train_rows(df, None, None)   # read and embedded once, for the judge and every fold of its measures
     m = fit_judge(train, X=X)
     m['card'].update(errors=heldout_errors(m, df), sources=sorted(df.source.unique()))
     save_judge(m, path)
     _classifier.cache_clear()
     if measure:
         leave_one_source_out(df, X=X).round(4).to_csv(data_file('judge/loso.csv'), index=False)
-        cross_validate(df, X=X).round(4).to_csv(data_file('judge/cv.csv'), index=False)
+        if train.source.isin(SHIPPED).any(): cross_validate(df, X=X).round(4).to_csv(data_file('judge/cv.csv'), index=False)
     return m
