@@ -595,8 +595,9 @@ def cross_validated_labels(df:pd.DataFrame,   # labelled replies of several sour
                           )->pd.DataFrame:
     "The shipped sources' train rows, each labelled (`judged`) by `offline` fitted without its fold"
     train, X = _train_rows(df, embedder, X)
-    folded = train.iloc[np.flatnonzero(train.source.isin(SHIPPED).values)]
-    if len(folded) < folds: raise ValueError(f'cross-validation folds the train rows of {SHIPPED}: {len(folded)} here, fewer than {folds} folds')
+    folded = train[train.source.isin(SHIPPED)]
+    if len(folded) < folds:
+        raise ValueError(f'cross-validation folds the train rows of {SHIPPED}: {len(folded)} here, fewer than {folds} folds (train_judge: measure=False)')
     parts = []
     for fold, (_, held) in enumerate(GroupKFold(folds).split(folded, groups=folded.prompt)):
         rows = folded.iloc[held]
@@ -685,5 +686,5 @@ def train_judge(root=None,              # where the public sources are (`judge_d
     _classifier.cache_clear()
     if measure:
         leave_one_source_out(df, X=X).round(4).to_csv(data_file('judge/loso.csv'), index=False)
-        if train.source.isin(SHIPPED).any(): cross_validate(df, X=X).round(4).to_csv(data_file('judge/cv.csv'), index=False)
+        cross_validate(df, X=X).round(4).to_csv(data_file('judge/cv.csv'), index=False)
     return m
