@@ -72,11 +72,12 @@ def reply_lang(text:str, lang:str)->str:
 
 # %% ../nbs/05a_rules.ipynb #4af871fa
 _TRANS = str.maketrans({'\u2019': "'", '\u2018': "'", '\u02bc': "'", '\u201c': '"', '\u201d': '"',
-                        '\uff02': '"', '\u00a0': ' ', '\u3000': ' ', '\u00b4': "'", '\uff07': "'"})
+                        '\uff02': '"', '\u00a0': ' ', '\u3000': ' ', '\u00b4': "'", '\uff07': "'",
+                        **dict.fromkeys(range(0x064b, 0x0653)), '\u0640': None})   # Arabic short vowels, shadda, sukun, tatweel
 _SPACES = re.compile(r'[ \t]+')
 
 def normalise(text:str)->str:
-    "Straight quotes and apostrophes, single spaces, lower case: the text the patterns see"
+    "Straight quotes and apostrophes, no Arabic diacritics, single spaces, lower case: the text the patterns see"
     t = str(text)
     if not t.isascii(): t = t.translate(_TRANS)
     if '  ' in t or '\t' in t: t = _SPACES.sub(' ', t)
