@@ -130,7 +130,7 @@ def label_refusals(df:pd.DataFrame,               # replies: prompt, response[, 
 # %% ../nbs/05_judge.ipynb #49b0b8ce
 JUDGE_CLASSES = ('answer', 'partial', 'refuse')
 FEATURE_VERSION = 11
-CLASSIFIER = dict(head_chars=100, body_chars=600, prompt_chars=300, hidden=128, alpha=10.0, epochs=30, members=5,
+CLASSIFIER = dict(head_chars=100, body_chars=600, prompt_chars=300, hidden=128, alpha=10.0, epochs=30, members=10,
                   cheap_C=4.0, ngram_range=(2, 4),
                   ngram_features=2**16, ngram_chars=2000, cheap_confident=0.8, partial_weight=1.0,
                   source_weight=1000.0, domain=('ours', 'voices', 'coconot'), domain_boost=2.0)
@@ -259,7 +259,7 @@ def fit_network(X, labels, weights)->NetworkStage:
                 .fit(Xs, np.asarray(labels), sample_weight=w) for seed in range(C['members'])]
     scores = [_class_scores(n) for n in nets]
     return NetworkStage(sc.mean_.astype(np.float32), sc.scale_.astype(np.float32),
-                        np.hstack([n.coefs_[0] for n in nets]).astype(np.float16),   # 2.6 MB shipped, not 5.3
+                        np.hstack([n.coefs_[0] for n in nets]).astype(np.float16),   # 5 MB shipped, not 10
                         np.hstack([n.intercepts_[0] for n in nets]).astype(np.float32),
                         (np.vstack([out_w for out_w, _ in scores]) / len(nets)).astype(np.float32),
                         np.mean([out_b for _, out_b in scores], 0).astype(np.float32), nets[0].classes_)
