@@ -259,7 +259,7 @@ def fit_network(X, labels, weights)->NetworkStage:
                 .fit(Xs, np.asarray(labels), sample_weight=w) for seed in range(C['members'])]
     scores = [_class_scores(n) for n in nets]
     return NetworkStage(sc.mean_.astype(np.float32), sc.scale_.astype(np.float32),
-                        np.hstack([n.coefs_[0] for n in nets]).astype(np.float16),   # 5 MB shipped, not 10
+                        np.hstack([n.coefs_[0] for n in nets]).astype(np.float16),   # 4 MB of hidden weights, not 8
                         np.hstack([n.intercepts_[0] for n in nets]).astype(np.float32),
                         (np.vstack([out_w for out_w, _ in scores]) / len(nets)).astype(np.float32),
                         np.mean([out_b for _, out_b in scores], 0).astype(np.float32), nets[0].classes_)
