@@ -130,7 +130,7 @@ def label_refusals(df:pd.DataFrame,               # replies: prompt, response[, 
 # %% ../nbs/05_judge.ipynb #49b0b8ce
 JUDGE_CLASSES = ('answer', 'partial', 'refuse')
 FEATURE_VERSION = 11
-CLASSIFIER = dict(head_chars=100, body_chars=600, prompt_chars=300, hidden=128, alpha=10.0, epochs=30, members=10,
+CLASSIFIER = dict(head_chars=100, body_chars=600, prompt_chars=300, hidden=128, alpha=10.0, epochs=30, members=10, seed=0,
                   cheap_C=4.0, ngram_range=(2, 4),
                   ngram_features=2**16, ngram_chars=2000, cheap_confident=0.8, partial_weight=1.0,
                   source_weight=1000.0, domain=('ours', 'voices', 'coconot'), domain_boost=2.0)
@@ -250,13 +250,13 @@ def _class_scores(net:MLPClassifier)->tuple:
     return (w, b) if w.shape[1] > 1 else (np.hstack([np.zeros_like(w), w]), np.r_[0.0, b])
 
 def fit_network(X, labels, weights)->NetworkStage:
-    "Fit `CLASSIFIER['members']` networks (seeds 0, 1, ...) on standardised `X`; one stage that averages their scores"
+    "Fit `CLASSIFIER['members']` networks (seeds `seed`, `seed` + 1, ...) on standardised `X`; one stage that averages their scores"
     C, sc = CLASSIFIER, StandardScaler().fit(X)
     Xs, w = sc.transform(X), np.asarray(weights) / np.mean(weights)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')   # it stops after `epochs` passes, before sklearn calls it converged
         nets = [MLPClassifier((C['hidden'],), alpha=C['alpha'], max_iter=C['epochs'], batch_size=256, random_state=seed)
-                .fit(Xs, np.asarray(labels), sample_weight=w) for seed in range(C['members'])]
+                .fit(Xs, np.asarray(labels), sample_weight=w) for seed in range(C['seed'], C['seed'] + C['members'])]
     scores = [_class_scores(n) for n in nets]
     return NetworkStage(sc.mean_.astype(np.float32), sc.scale_.astype(np.float32),
                         np.hstack([n.coefs_[0] for n in nets]).astype(np.float16),   # 4 MB of hidden weights, not 8
