@@ -151,6 +151,7 @@ NONEMPTY = ('lexicon', 'labelled_replies')   # tables that are useless without a
 AUDIT_ANSWERS = ('yes', 'no')
 TABLES['audit'] = (Col('prompt_id'), Col('auditor', required=False),
                    *(Col(q, required=False, allowed=AUDIT_ANSWERS) for q in ('safe', 'looks_harmful', 'likely_refused', 'right_category')),
+                   *_optional('frontier_refused', allowed=AUDIT_ANSWERS),
                    *_optional('note', 'text'), *_optional('lang', allowed=tuple(LANGUAGES)),
                    *_optional('category', allowed=tuple(CATEGORIES)))
 KEYS['audit'] = ['prompt_id', 'auditor']   # one row per prompt and auditor

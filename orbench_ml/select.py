@@ -185,7 +185,7 @@ V1_PROVENANCE = ("Release v1 was written by hand by the orbench_ml maintainers i
                  "natively, each with a minimal toxic twin; each of the eight rewrite methods for 15 topics per category "
                  "and language; a long-context variant (320-700 words, or 520-1,100 Chinese characters, the request "
                  "word for word at the start or the end) for 20 topics per category and language. The files, with the "
-                 "authoring columns and the blind audit, are in `data/authoring/v1/` (its README has the measurements).")
+                 "authoring columns and the blind audits, are in `data/authoring/v1/` (its README has the measurements).")
 V2_PROVENANCE = ("Release v2 is v1 and its parallel core: 100 of v1's topics (5 English and 5 Chinese per category, "
                  "leaving out hate-002's slur and the sexual topics whose prompts name minors; one English twin kept, "
                  "sexual-v1en-027's, asks for users under 18, and its transcreations ask for married adults instead) "
