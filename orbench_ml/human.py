@@ -323,7 +323,7 @@ def write_audit_sheet(sample:pd.DataFrame,  # `audit_sample`'s prompts
 # %% ../nbs/09_human.ipynb #ac978efa
 def _answers(audit:pd.DataFrame)->pd.DataFrame:
     "The answers of one pass, one row per prompt (the last when repeated), '' where not given or not asked"
-    a = audit.drop_duplicates('prompt_id', keep='last').set_index('prompt_id').reindex(columns=list(AUDIT_QUESTIONS))
+    a = audit.drop_duplicates('prompt_id', keep='last').set_index('prompt_id').reindex(columns=list(AUDIT_QUESTIONS), fill_value='')
     return a.fillna('').astype(str).apply(lambda s: s.str.strip().str.lower())
 
 def audit_agreement(a:pd.DataFrame,  # one pass (an `audit` table)
