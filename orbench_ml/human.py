@@ -354,29 +354,31 @@ def audit_flags(passes:list)->pd.DataFrame:
     return pd.concat(per).groupby(level=0).mean()
 
 # %% ../nbs/09_human.ipynb #d0aff08a
-def audit_report(passes:list,          # `audit` tables, one per independent pass
-                 prompts:pd.DataFrame  # the prompts table (each prompt's label and language)
+def audit_report(passes:list,           # `audit` tables, one per independent pass
+                 prompts:pd.DataFrame,  # the prompts table (each prompt's label, and the `by` column)
+                 by:str='lang'          # the prompts' column the shares are broken down by (besides 'all')
                 )->pd.DataFrame:
-    "Per prompt label and language (and 'all'): each flag's mean share over the audited prompts, with a 95% Wilson interval"
+    "Per prompt label and value of `by` (and 'all'): each flag's mean share over the audited prompts, with a 95% Wilson interval"
     f = audit_flags(passes)
     prompts = pd.concat([prompts, prompts.assign(prompt_id=prompts.prompt_id.map(blind_id))])   # by id or blind id
     if unknown := sorted(set(f.index) - set(prompts.prompt_id)):
         raise ValueError(f'the audit names {len(unknown)} prompt(s) not in the prompts table, e.g. {unknown[0]!r}')
-    f = f.join(prompts.set_index('prompt_id')[['label', 'lang']])
+    f = f.join(prompts.set_index('prompt_id')[['label', by]])
     rows = []
-    for (label, lang), g in pd.concat([f, f.assign(lang='all')]).groupby(['label', 'lang']):
+    for (label, value), g in pd.concat([f, f.assign(**{by: 'all'})]).groupby(['label', by]):
         for flag in AUDIT_FLAGS:
             x = g[flag].dropna()
             lo, hi = wilson(x.sum(), len(x))
-            rows.append(dict(label=label, lang=lang, flag=flag, n=len(x), flagged=float(x.sum()),
+            rows.append(dict(label=label, **{by: value}, flag=flag, n=len(x), flagged=float(x.sum()),
                              share=float(x.mean()) if len(x) else np.nan, lo=float(lo), hi=float(hi)))
     return pd.DataFrame(rows)
 
 def audit_goals(report:pd.DataFrame)->pd.DataFrame:
     "The safe prompts' shares beside the goals: `met` by the share, `sure` when the whole 95% interval meets it"
+    by = report.columns[1]   # what `audit_report` broke the shares down by
     r = report[(report.label == 'safe') & report.flag.isin(list(AUDIT_GOALS))].reset_index(drop=True)
     op, goal = r.flag.map(lambda f: AUDIT_GOALS[f][0]), r.flag.map(lambda f: AUDIT_GOALS[f][1])
     at_most = op == '<='
-    return r[['lang', 'flag', 'n', 'share', 'lo', 'hi']].assign(
+    return r[[by, 'flag', 'n', 'share', 'lo', 'hi']].assign(
         goal=op + ' ' + goal.map('{:.0%}'.format),
         met=np.where(at_most, r.share <= goal, r.share >= goal), sure=np.where(at_most, r.hi <= goal, r.lo >= goal))
