@@ -299,13 +299,15 @@ def _stratified(df:pd.DataFrame, n:int, rng)->pd.DataFrame:
 def audit_sample(prompts:pd.DataFrame,  # a prompts table
                  n_safe:int=200,        # safe prompts to audit
                  n_toxic:int=60,        # toxic prompts mixed in, so that "safe?" is a real question
-                 seed:int=0             # the same seed, the same sample
+                 seed:int=0,            # the same seed, the same sample
+                 exclude=()             # `audit` tables of earlier audits: the prompts they saw are not drawn again
                 )->pd.DataFrame:
     "A blind audit sample: stratified safe and toxic prompts, shuffled, with `AUDIT_SHOWN` columns only"
     missing = [c for c in ('prompt_id', 'text', 'lang', 'category', 'label', 'method') if c not in prompts]
     if missing: raise ValueError(f'prompts to audit: missing column(s) {", ".join(missing)}')
     rng = np.random.default_rng(seed)
-    df = prompts.sort_values('prompt_id', kind='stable').reset_index(drop=True)
+    seen = {i for audit in exclude for i in audit.prompt_id}   # blind ids
+    df = prompts[~prompts.prompt_id.map(blind_id).isin(seen)].sort_values('prompt_id', kind='stable').reset_index(drop=True)
     picked = pd.concat([_stratified(df[df.label == l], n, rng) for l, n in (('safe', n_safe), ('toxic', n_toxic))])
     picked = picked.sample(frac=1, random_state=rng).assign(prompt_id=lambda d: d.prompt_id.map(blind_id))
     return picked[AUDIT_SHOWN].reset_index(drop=True)
@@ -329,14 +331,14 @@ def _answers(audit:pd.DataFrame)->pd.DataFrame:
 def audit_agreement(a:pd.DataFrame,  # one pass (an `audit` table)
                     b:pd.DataFrame   # an independent pass over the same prompts
                    )->pd.DataFrame:
-    "Per question: the prompts both passes answered, their raw agreement and Cohen's kappa"
+    "Per question: the prompts both passes answered, each pass's yes answers among them, their raw agreement and Cohen's kappa"
     both = _answers(a).add_suffix('_a').join(_answers(b).add_suffix('_b'), how='inner')
     rows = []
     for q in AUDIT_QUESTIONS:
         x, y = both[f'{q}_a'], both[f'{q}_b']
         ok = (x != '') & (y != '')
-        rows.append(dict(question=q, n=int(ok.sum()), agreement=float((x[ok] == y[ok]).mean()) if ok.any() else np.nan,
-                         kappa=kappa(x[ok], y[ok])))
+        rows.append(dict(question=q, n=int(ok.sum()), yes_a=int((x[ok] == 'yes').sum()), yes_b=int((y[ok] == 'yes').sum()),
+                         agreement=float((x[ok] == y[ok]).mean()) if ok.any() else np.nan, kappa=kappa(x[ok], y[ok])))
     return pd.DataFrame(rows)
 
 # %% ../nbs/09_human.ipynb #5352d4c1
