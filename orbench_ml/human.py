@@ -24,7 +24,8 @@ from .plots import AXIS, bi_title, bilingual, pct, percent_axis, plot_style, sav
 __all__ = ['HUMAN_COLUMNS', 'LABEL_KEYS', 'AUDIT_QUESTIONS', 'AUDIT_SHOWN', 'AUDIT_FLAGS', 'AUDIT_GOALS', 'read_human_labels',
            'save_label', 'LabelSession', 'LabelWidget', 'export_for_labelling', 'import_labels', 'per_label',
            'confusion', 'human_agreement', 'plot_agreement', 'blind_id', 'audit_sample', 'write_audit_sheet',
-           'audit_agreement', 'audit_flags', 'audit_report', 'audit_goals']
+           'audit_agreement', 'audit_flags', 'audit_report', 'audit_goals', 'audit_anchors', 'anchored_sheet',
+           'anchor_shift']
 
 # %% ../nbs/09_human.ipynb #ef4b64d5
 HUMAN_COLUMNS = ['reply_id', 'label', 'labeller', 'note', 'labelled_at']
@@ -384,3 +385,45 @@ def audit_goals(report:pd.DataFrame)->pd.DataFrame:
     return r[[by, 'flag', 'n', 'share', 'lo', 'hi']].assign(
         goal=op + ' ' + goal.map('{:.0%}'.format),
         met=np.where(at_most, r.share <= goal, r.share >= goal), sure=np.where(at_most, r.hi <= goal, r.lo >= goal))
+
+# %% ../nbs/09_human.ipynb #d2ffc49c
+def audit_anchors(earlier:list,          # an earlier audit's passes (`audit` tables of one sheet, with `text`)
+                  prompts:pd.DataFrame,  # the prompts table, for each prompt's label
+                  n:int=30,              # anchors to draw
+                  seed:int=0             # the same seed, the same anchors
+                 )->pd.DataFrame:
+    "`n` safe prompts an earlier audit answered, with the text its sheet showed, to mix into a later audit's sheet"
+    shown = pd.concat(earlier).drop_duplicates('prompt_id').sort_values('prompt_id')
+    if 'text' not in shown: raise ValueError('anchors: the earlier audit has no `text` column, so its texts cannot be shown again')
+    safe = prompts.prompt_id[prompts.label == 'safe'].map(blind_id)
+    pool = shown[shown.prompt_id.isin(safe)]
+    return pool.sample(min(n, len(pool)), random_state=seed)[AUDIT_SHOWN].reset_index(drop=True)
+
+def anchored_sheet(sample:pd.DataFrame,  # a fresh `audit_sample`
+                   anchors:list,         # `audit_anchors` of one or more earlier audits
+                   seed:int=0            # the same seed, the same order
+                  )->pd.DataFrame:
+    "The fresh sample and the anchors shuffled together, so that an auditor cannot tell which is which"
+    rows = pd.concat([sample, *anchors], ignore_index=True)[AUDIT_SHOWN]
+    if (dup := rows.prompt_id[rows.prompt_id.duplicated()]).size:
+        raise ValueError(f'prompt {dup.iloc[0]!r} is drawn twice (in the sample and an anchor set, or in two anchor sets)')
+    return rows.sample(frac=1, random_state=seed).reset_index(drop=True)
+
+# %% ../nbs/09_human.ipynb #b697fdf0
+def anchor_shift(later:list,   # the later audit's passes (`audit` tables)
+                 earlier:list  # an earlier audit's passes, some of whose prompts the later one showed again
+                )->pd.DataFrame:
+    "Per flag, on the prompts both audits answered: each audit's share, and the later's shift with a 95% interval"
+    shown = lambda passes: pd.concat(passes).drop_duplicates('prompt_id').set_index('prompt_id')
+    now, then = shown(later), shown(earlier)
+    ids = now.index.intersection(then.index)
+    if 'text' in now and 'text' in then and (changed := ids[now.text[ids] != then.text[ids]]).size:
+        raise ValueError(f'{changed.size} anchor(s) shown with another text than the earlier audit saw, e.g. {changed[0]!r}')
+    a, b = audit_flags(earlier).loc[ids], audit_flags(later).loc[ids]
+    rows = []
+    for flag in AUDIT_FLAGS:
+        d = (b[flag] - a[flag]).dropna()
+        half = 1.96 * d.std(ddof=1) / math.sqrt(len(d)) if len(d) > 1 else np.nan
+        rows.append(dict(flag=flag, n=len(d), earlier=float(a[flag][d.index].mean()), later=float(b[flag][d.index].mean()),
+                         shift=float(d.mean()), lo=float(d.mean() - half), hi=float(d.mean() + half)))
+    return pd.DataFrame(rows)
