@@ -152,31 +152,47 @@ def _documents(stage:Stage, root:Path)->bool:
     "Does `stage` write its notebook's documentation? Only when it regenerates the checkout's own figures"
     return stage.document and settings().figures.resolve() == (root/'figures').resolve()
 
+def _stale(stage:Stage, state:dict, out:Path, root:Path)->bool:
+    "Must `stage` run: did what it reads or what it wrote change since its last run, or is its executed notebook gone?"
+    now = dict(inputs=fingerprint(stage, root), outputs=outputs_fingerprint(stage, root))
+    return state.get(stage.name) != now or not (out/f'{stage.name}.ipynb').exists()
+
+def _run_and_record(stage:Stage, state:dict, out:Path, root:Path, runner, log)->str:
+    "Run `stage`, write its docs, record its fingerprints in `out`; how long it ran"
+    start = time.time()
+    log(f'{stage.name}: running {stage.notebook} {stage.parameters or ""}')
+    executed = runner(stage, out, root)
+    if _documents(stage, root) and write_docs(executed, root/'nbs'/stage.notebook): log(f'{stage.name}: nbs/{stage.notebook} updated')
+    # after the run (and the docs): a stage may write its own inputs' neighbours
+    state[stage.name] = dict(inputs=fingerprint(stage, root), outputs=outputs_fingerprint(stage, root))
+    atomic_write_bytes(out/'pipeline_state.json', json.dumps(state, indent=1).encode())
+    log(f'{stage.name}: done in {time.time()-start:.1f} s')
+    return f'ran in {time.time()-start:.1f} s'
+
 def run_pipeline(stages:list[Stage], # the stages, in order (see `plan`)
                  out='out',          # folder of the executed notebooks and `pipeline_state.json` (relative: to the checkout)
-                 force:bool=False,   # run every stage, changed or not
+                 force:bool=False,   # run every stage, changed or not (in the first pass)
                  log=print,          # says what each stage does
-                )->dict:             # stage name -> 'skipped' or how long it ran
-    "Run `stages` in order, skipping those whose inputs and outputs did not change; stop at the first failure"
+                 passes:int=3,       # most passes over the stages before giving up on a fixed point
+                 runner=run_stage,   # runs one stage: `run_stage`, or a stand-in in tests
+                )->dict:             # stage name -> 'skipped' or how long it last ran
+    "Run `stages` in order, skipping those whose inputs and outputs did not change, and pass again while a later stage changed what an earlier one reads"
     root = settings().root
     out = Path(out) if Path(out).is_absolute() else root/out
     out.mkdir(parents=True, exist_ok=True)
     state_path = out/'pipeline_state.json'
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
-    report = {}
-    for stage in stages:
-        now = dict(inputs=fingerprint(stage, root), outputs=outputs_fingerprint(stage, root))
-        if not force and state.get(stage.name) == now and (out/f'{stage.name}.ipynb').exists():
-            log(f'{stage.name}: inputs unchanged, skipped'); report[stage.name] = 'skipped'; continue
-        start = time.time()
-        log(f'{stage.name}: running {stage.notebook} {stage.parameters or ""}')
-        executed = run_stage(stage, out, root)
-        if _documents(stage, root) and write_docs(executed, root/'nbs'/stage.notebook): log(f'{stage.name}: nbs/{stage.notebook} updated')
-        # after the run (and the docs): a stage may write its own inputs' neighbours
-        state[stage.name] = dict(inputs=fingerprint(stage, root), outputs=outputs_fingerprint(stage, root))
-        atomic_write_bytes(state_path, json.dumps(state, indent=1).encode())
-        report[stage.name] = f'ran in {time.time()-start:.1f} s'
-        log(f'{stage.name}: done in {time.time()-start:.1f} s')
+    report = {s.name: 'skipped' for s in stages}
+    stale = lambda: [s.name for s in stages if _stale(s, state, out, root)]
+    for i in range(passes):
+        if i and not (changed := stale()): return report                  # a fixed point
+        if i: log(f'pass {i+1}: a later stage changed what {", ".join(changed)} read(s)')
+        for stage in stages:   # each checked just before it runs: an earlier stage may have changed its inputs
+            if (force and i == 0) or _stale(stage, state, out, root):
+                report[stage.name] = _run_and_record(stage, state, out, root, runner, log)
+            elif i == 0: log(f'{stage.name}: inputs unchanged, skipped')
+    if changed := stale():
+        raise StageFailed(f'no fixed point after {passes} passes: each pass changes what {", ".join(changed)} read(s)')
     return report
 
 # %% ../nbs/11_pipeline.ipynb #1f12a065
