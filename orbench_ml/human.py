@@ -387,17 +387,20 @@ def audit_goals(report:pd.DataFrame)->pd.DataFrame:
         met=np.where(at_most, r.share <= goal, r.share >= goal), sure=np.where(at_most, r.hi <= goal, r.lo >= goal))
 
 # %% ../nbs/09_human.ipynb #d2ffc49c
+def _sheet(passes:list)->pd.DataFrame:
+    "The sheet that `passes` (`audit` tables) answered: one row per prompt, by blind id"
+    return pd.concat(passes).drop_duplicates('prompt_id').set_index('prompt_id')
+
 def audit_anchors(earlier:list,          # an earlier audit's passes (`audit` tables of one sheet, with `text`)
                   prompts:pd.DataFrame,  # the prompts table, for each prompt's label
                   n:int=30,              # anchors to draw
                   seed:int=0             # the same seed, the same anchors
                  )->pd.DataFrame:
     "`n` safe prompts an earlier audit answered, with the text its sheet showed, to mix into a later audit's sheet"
-    shown = pd.concat(earlier).drop_duplicates('prompt_id').sort_values('prompt_id')
+    shown = _sheet(earlier).sort_index()
     if 'text' not in shown: raise ValueError('anchors: the earlier audit has no `text` column, so its texts cannot be shown again')
-    safe = prompts.prompt_id[prompts.label == 'safe'].map(blind_id)
-    pool = shown[shown.prompt_id.isin(safe)]
-    return pool.sample(min(n, len(pool)), random_state=seed)[AUDIT_SHOWN].reset_index(drop=True)
+    pool = shown[shown.index.isin(prompts.prompt_id[prompts.label == 'safe'].map(blind_id))]
+    return pool.sample(min(n, len(pool)), random_state=seed).reset_index()[AUDIT_SHOWN]
 
 def anchored_sheet(sample:pd.DataFrame,  # a fresh `audit_sample`
                    anchors:list,         # `audit_anchors` of one or more earlier audits
@@ -414,8 +417,7 @@ def anchor_shift(later:list,   # the later audit's passes (`audit` tables)
                  earlier:list  # an earlier audit's passes, some of whose prompts the later one showed again
                 )->pd.DataFrame:
     "Per flag, on the prompts both audits answered: each audit's share, and the later's shift with a 95% interval"
-    shown = lambda passes: pd.concat(passes).drop_duplicates('prompt_id').set_index('prompt_id')
-    now, then = shown(later), shown(earlier)
+    now, then = _sheet(later), _sheet(earlier)
     ids = now.index.intersection(then.index)
     if 'text' in now and 'text' in then and (changed := ids[now.text[ids] != then.text[ids]]).size:
         raise ValueError(f'{changed.size} anchor(s) shown with another text than the earlier audit saw, e.g. {changed[0]!r}')

@@ -16,7 +16,7 @@ from .evaluate import results_dir, figures_dir, run_filters, run_label, filters_
 from .report import report_dir
 
 # %% auto #0
-__all__ = ['PACKAGE_CODE', 'SHIPPED_DATA', 'KEEP_CELL_METADATA', 'KEEP_NB_METADATA', 'Stage', 'plan', 'fingerprint',
+__all__ = ['PACKAGE_CODE', 'SHIPPED_DATA', 'KEEP_CELL_METADATA', 'KEEP_NB_METADATA', 'STATE_FILE', 'Stage', 'plan', 'fingerprint',
            'outputs_fingerprint', 'StageFailed', 'run_stage', 'docs_notebook', 'write_docs', 'run_pipeline', 'main']
 
 # %% ../nbs/11_pipeline.ipynb #35b23069
@@ -152,6 +152,8 @@ def _documents(stage:Stage, root:Path)->bool:
     "Does `stage` write its notebook's documentation? Only when it regenerates the checkout's own figures"
     return stage.document and settings().figures.resolve() == (root/'figures').resolve()
 
+STATE_FILE = 'pipeline_state.json'   # in `out`: each stage's fingerprints after its last successful run
+
 def _stale(stage:Stage, state:dict, out:Path, root:Path)->bool:
     "Must `stage` run: did what it reads or what it wrote change since its last run, or is its executed notebook gone?"
     now = dict(inputs=fingerprint(stage, root), outputs=outputs_fingerprint(stage, root))
@@ -165,7 +167,7 @@ def _run_and_record(stage:Stage, state:dict, out:Path, root:Path, runner, log)->
     if _documents(stage, root) and write_docs(executed, root/'nbs'/stage.notebook): log(f'{stage.name}: nbs/{stage.notebook} updated')
     # after the run (and the docs): a stage may write its own inputs' neighbours
     state[stage.name] = dict(inputs=fingerprint(stage, root), outputs=outputs_fingerprint(stage, root))
-    atomic_write_bytes(out/'pipeline_state.json', json.dumps(state, indent=1).encode())
+    atomic_write_bytes(out/STATE_FILE, json.dumps(state, indent=1).encode())
     log(f'{stage.name}: done in {time.time()-start:.1f} s')
     return f'ran in {time.time()-start:.1f} s'
 
@@ -180,8 +182,7 @@ def run_pipeline(stages:list[Stage], # the stages, in order (see `plan`)
     root = settings().root
     out = Path(out) if Path(out).is_absolute() else root/out
     out.mkdir(parents=True, exist_ok=True)
-    state_path = out/'pipeline_state.json'
-    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    state = json.loads((out/STATE_FILE).read_text()) if (out/STATE_FILE).exists() else {}
     report = {s.name: 'skipped' for s in stages}
     stale = lambda: [s.name for s in stages if _stale(s, state, out, root)]
     for i in range(passes):
