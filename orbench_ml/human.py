@@ -25,7 +25,7 @@ __all__ = ['HUMAN_COLUMNS', 'LABEL_KEYS', 'AUDIT_QUESTIONS', 'AUDIT_SHOWN', 'AUD
            'save_label', 'LabelSession', 'LabelWidget', 'export_for_labelling', 'import_labels', 'per_label',
            'confusion', 'human_agreement', 'plot_agreement', 'blind_id', 'audit_sample', 'write_audit_sheet',
            'audit_agreement', 'audit_flags', 'audit_report', 'audit_goals', 'audit_anchors', 'anchored_sheet',
-           'anchor_shift']
+           'anchor_shift', 'on_scale']
 
 # %% ../nbs/09_human.ipynb #ef4b64d5
 HUMAN_COLUMNS = ['reply_id', 'label', 'labeller', 'note', 'labelled_at']
@@ -413,19 +413,34 @@ def anchored_sheet(sample:pd.DataFrame,  # a fresh `audit_sample`
     return rows.sample(frac=1, random_state=seed).reset_index(drop=True)
 
 # %% ../nbs/09_human.ipynb #b697fdf0
-def anchor_shift(later:list,   # the later audit's passes (`audit` tables)
-                 earlier:list  # an earlier audit's passes, some of whose prompts the later one showed again
-                )->pd.DataFrame:
-    "Per flag, on the prompts both audits answered: each audit's share, and the later's shift with a 95% interval"
-    now, then = _sheet(later), _sheet(earlier)
-    ids = now.index.intersection(then.index)
-    if 'text' in now and 'text' in then and (changed := ids[now.text[ids] != then.text[ids]]).size:
-        raise ValueError(f'{changed.size} anchor(s) shown with another text than the earlier audit saw, e.g. {changed[0]!r}')
-    a, b = audit_flags(earlier).loc[ids], audit_flags(later).loc[ids]
+def _shifts(a:pd.DataFrame, b:pd.DataFrame)->list[dict]:
+    "Per flag, on the prompts of `a` (earlier flags) and `b` (later flags of the same prompts): both shares, and the paired shift with a 95% interval"
     rows = []
     for flag in AUDIT_FLAGS:
         d = (b[flag] - a[flag]).dropna()
         half = 1.96 * d.std(ddof=1) / math.sqrt(len(d)) if len(d) > 1 else np.nan
         rows.append(dict(flag=flag, n=len(d), earlier=float(a[flag][d.index].mean()), later=float(b[flag][d.index].mean()),
                          shift=float(d.mean()), lo=float(d.mean() - half), hi=float(d.mean() + half)))
-    return pd.DataFrame(rows)
+    return rows
+
+def anchor_shift(later:list,          # the later audit's passes (`audit` tables)
+                 earlier:list,        # an earlier audit's passes, some of whose prompts the later one showed again
+                 by:str|None=None     # a column of the earlier sheet (lang, say): the shift per value of it too, beside 'all'
+                )->pd.DataFrame:
+    "Per flag (and value of `by`), on the prompts both audits answered: each audit's share, and the later's shift with a 95% interval"
+    now, then = _sheet(later), _sheet(earlier)
+    ids = now.index.intersection(then.index)
+    if 'text' in now and 'text' in then and (changed := ids[now.text[ids] != then.text[ids]]).size:
+        raise ValueError(f'{changed.size} anchor(s) shown with another text than the earlier audit saw, e.g. {changed[0]!r}')
+    a, b = audit_flags(earlier).loc[ids], audit_flags(later).loc[ids]
+    if by is None: return pd.DataFrame(_shifts(a, b))
+    groups = [('all', ids), *then.loc[ids].groupby(by).groups.items()]
+    return pd.DataFrame([{by: v, **r} for v, ix in groups for r in _shifts(a.loc[ix], b.loc[ix])])
+
+def on_scale(goals:pd.DataFrame,  # `audit_goals` of the later audit
+             shift:pd.DataFrame   # `anchor_shift` of it against the earlier one, `by` the column the goals are broken down by
+            )->pd.Series:
+    "Each share of `goals` on the earlier audit's scale: minus its group's and flag's shift on the anchors, kept within 0 and 1 (NaN for a group with no anchors)"
+    by = goals.columns[0]
+    s = shift.set_index([by, 'flag'])['shift'].reindex(pd.MultiIndex.from_frame(goals[[by, 'flag']]))
+    return (goals.share - s.to_numpy()).clip(0, 1)

@@ -154,10 +154,13 @@ def _documents(stage:Stage, root:Path)->bool:
 
 STATE_FILE = 'pipeline_state.json'   # in `out`: each stage's fingerprints after its last successful run
 
+def _fingerprints(stage:Stage, root:Path)->dict:
+    "What `stage` reads and what it wrote, as the state records them"
+    return dict(inputs=fingerprint(stage, root), outputs=outputs_fingerprint(stage, root))
+
 def _stale(stage:Stage, state:dict, out:Path, root:Path)->bool:
     "Must `stage` run: did what it reads or what it wrote change since its last run, or is its executed notebook gone?"
-    now = dict(inputs=fingerprint(stage, root), outputs=outputs_fingerprint(stage, root))
-    return state.get(stage.name) != now or not (out/f'{stage.name}.ipynb').exists()
+    return state.get(stage.name) != _fingerprints(stage, root) or not (out/f'{stage.name}.ipynb').exists()
 
 def _run_and_record(stage:Stage, state:dict, out:Path, root:Path, runner, log)->str:
     "Run `stage`, write its docs, record its fingerprints in `out`; how long it ran"
@@ -166,10 +169,11 @@ def _run_and_record(stage:Stage, state:dict, out:Path, root:Path, runner, log)->
     executed = runner(stage, out, root)
     if _documents(stage, root) and write_docs(executed, root/'nbs'/stage.notebook): log(f'{stage.name}: nbs/{stage.notebook} updated')
     # after the run (and the docs): a stage may write its own inputs' neighbours
-    state[stage.name] = dict(inputs=fingerprint(stage, root), outputs=outputs_fingerprint(stage, root))
+    state[stage.name] = _fingerprints(stage, root)
     atomic_write_bytes(out/STATE_FILE, json.dumps(state, indent=1).encode())
-    log(f'{stage.name}: done in {time.time()-start:.1f} s')
-    return f'ran in {time.time()-start:.1f} s'
+    took = f'{time.time()-start:.1f} s'
+    log(f'{stage.name}: done in {took}')
+    return f'ran in {took}'
 
 def run_pipeline(stages:list[Stage], # the stages, in order (see `plan`)
                  out='out',          # folder of the executed notebooks and `pipeline_state.json` (relative: to the checkout)
