@@ -129,7 +129,7 @@ def label_refusals(df:pd.DataFrame,               # replies: prompt, response[, 
 
 # %% ../nbs/05_judge.ipynb #49b0b8ce
 JUDGE_CLASSES = ('answer', 'partial', 'refuse')
-FEATURE_VERSION = 11
+FEATURE_VERSION = 12
 CLASSIFIER = dict(head_chars=100, body_chars=600, prompt_chars=300, hidden=128, alpha=10.0, epochs=30, members=10, seed=0,
                   cheap_C=4.0, ngram_range=(2, 4),
                   ngram_features=2**16, ngram_chars=2000, cheap_confident=0.8, partial_weight=1.0,
