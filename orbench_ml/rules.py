@@ -170,6 +170,7 @@ _SPEAKER = re.compile(rf'^[ \t>*_#]*(?:({_BRACKETED})[:：]?|([^\W\d][\w .\-]{{0
 _NOT_VOICES = re.compile(r'(?:step|note|example|warning|disclaimer|title|subject|ingredients?|question|answer|q|a|output|input|'
                          r'tip|sources?|summary|conclusion|option|method|pros|cons|part|phase|day|[ivx\d]+)\b')
 _MAX_TURNS = 4   # more turns than this: a dialogue, not a reply in two voices
+_OPENING = 40    # characters: the first turn starts within them, so the reply opens with a voice
 
 def _turns(t:str)->list[tuple[int, str]]:
     "Where each speaker's turn starts in normalised text `t`, and its name"
@@ -186,8 +187,9 @@ def second_voice(t:str,           # normalised text
                  w:float=1.0      # English-character equivalents of one character
                 )->tuple[str, float]:
     "The first voice that does not decline after the opening voice declined, and the content of its turn; ('', 0) if none"
+    if not ph.refusal: return '', 0.0   # most replies: no turns to look for
     turns = _turns(t)
-    if not 2 <= len(turns) <= _MAX_TURNS or turns[0][0] > 40 or not ph.refusal or ph.refusal[0][0] >= turns[1][0]: return '', 0.0
+    if not 2 <= len(turns) <= _MAX_TURNS or turns[0][0] > _OPENING or ph.refusal[0][0] >= turns[1][0]: return '', 0.0
     for (start, name), end in zip(turns[1:], [s for s, _ in turns[2:]] + [len(t)]):
         if name != turns[0][1] and not any(start <= r < end for r, _ in ph.refusal):
             return name, _said_between(t, ph, w, start, end)
