@@ -24,7 +24,7 @@ from sklearn.model_selection import GroupKFold
 from .core import (FINISH_REASONS, REFUSAL_LABELS, TableError, atomic_write_bytes, bootstrap_weights, read_table,
                              settings, text_hash)
 from .embed import DEFAULT_EMBEDDER, canonical_name, encode, get_embedder, n_cores
-from .judge_data import COMPLIED, SHIPPED, load_sources
+from .judge_data import COMPLIED, SHIPPED, load_pyrit_refusal, load_sources, replies_frame
 from .lang import data_file, detect_lang
 from .runner import ask
 from .moderation import parse_verdict
@@ -37,7 +37,7 @@ __all__ = ['JUDGE_CLASSES', 'FEATURE_VERSION', 'CLASSIFIER', 'JUDGE_FILE', 'STAG
            'save_judge', 'load_judge', 'train_path', 'train_classifier', 'classifier_frame', 'parse_judge_reply',
            'llm_frame', 'offline_frame', 'fused_frame', 'kappa', 'score_labels', 'agreement', 'score_source',
            'leave_one_source_out', 'cross_validated_labels', 'cross_validate', 'error_counts', 'corrected_rate',
-           'corrected', 'offline_errors', 'heldout_errors', 'train_judge']
+           'corrected', 'offline_errors', 'external_check', 'measure_external', 'heldout_errors', 'train_judge']
 
 # %% ../nbs/05_judge.ipynb #c9eab0b7
 def _text(df:pd.DataFrame, col:str, empty:str='')->pd.Series:
@@ -664,6 +664,30 @@ OFFLINE_STAGES = ('finish_reason', 'rules', 'classifier')   # the `judge` values
 def offline_errors()->dict:
     "The shipped offline judge's held-out error counts per language ({lang: `error_counts`}), from its card"
     return _classifier(None, None)['card'].get('errors', {})
+
+# %% ../nbs/05_judge.ipynb #7cb81d32
+def external_check(held:pd.DataFrame,                                  # held-out replies (`load_pyrit_refusal`)
+                   judges=('offline', 'rules', 'xstest', 'orbench'),   # the judges to score
+                   model:dict|None=None                                # a trained classifier (default: the shipped one)
+                  )->pd.DataFrame:
+    "Each judge's binary accuracy, refusal recall and specificity on held-out replies, per file (`reply_id` less its number) and in all"
+    held = held.reset_index(drop=True)
+    files = held.reply_id.str.rsplit('-', n=1).str[0]
+    rows = []
+    for j in judges:
+        pred = label_refusals(held, judge=j, model=model).label
+        for name, idx in [('all', held.index), *files.groupby(files).groups.items()]:
+            e = error_counts(held.label[idx], pred[idx])
+            rows.append(dict(set=name, judge=j, n=len(idx), binary_acc=(e['tp'] + e['tn']) / len(idx),
+                             recall=e['tp'] / max(e['tp'] + e['fn'], 1), specificity=e['tn'] / max(e['tn'] + e['fp'], 1)))
+    return pd.DataFrame(rows)
+
+def measure_external(path=None   # PyRIT's wheel, or a folder holding pyrit/ (default: the installed pyrit)
+                    )->pd.DataFrame:
+    "The shipped judge's external check on PyRIT's refusal-scorer set, kept in data/judge/external.csv"
+    scores = external_check(load_pyrit_refusal(path)).round(4)
+    scores.to_csv(data_file('judge/external.csv'), index=False)
+    return scores
 
 # %% ../nbs/05_judge.ipynb #28163738
 def heldout_errors(m:dict, df:pd.DataFrame)->dict:

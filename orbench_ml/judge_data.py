@@ -4,18 +4,19 @@
 
 # %% ../nbs/05b_judge_data.ipynb #f7b77786
 from __future__ import annotations
-import importlib.resources, json, os
+import importlib.metadata, importlib.resources, io, json, os, zipfile
 from pathlib import Path
 
 import pandas as pd
 
-from .core import language_order, settings, read_table
+from .core import TableError, _where, language_order, settings, read_table
 from .lang import data_dirs, data_file
 
 # %% auto #0
-__all__ = ['REPLY_COLUMNS', 'DNA_ACTIONS', 'SOURCES', 'SHIPPED', 'COMPLIED', 'replies_frame', 'judge_data_root', 'source_file',
-           'load_do_not_answer', 'load_gptfuzz', 'load_jailbreakbench', 'load_jade', 'coconot_labels', 'load_coconot',
-           'load_uncensorbench', 'load_ours', 'load_voices', 'load_sources']
+__all__ = ['REPLY_COLUMNS', 'DNA_ACTIONS', 'SOURCES', 'SHIPPED', 'COMPLIED', 'PYRIT_REFUSAL_DIR', 'PYRIT_REFUSAL_FILES',
+           'replies_frame', 'judge_data_root', 'source_file', 'load_do_not_answer', 'load_gptfuzz',
+           'load_jailbreakbench', 'load_jade', 'coconot_labels', 'load_coconot', 'load_uncensorbench', 'load_ours',
+           'load_voices', 'load_sources', 'load_pyrit_refusal']
 
 # %% ../nbs/05b_judge_data.ipynb #f3bb2d94
 REPLY_COLUMNS = ['source', 'reply_id', 'prompt', 'response', 'lang', 'label', 'model', 'split']
@@ -149,3 +150,43 @@ def load_sources(names=None,    # source names (default: all of `SOURCES`)
     names = list(SOURCES) if names is None else list(names)
     if bad := [n for n in names if n not in SOURCES]: raise ValueError(f'unknown judge source(s) {bad}; known: {", ".join(SOURCES)}')
     return pd.concat([SOURCES[n](root) for n in names], ignore_index=True)
+
+# %% ../nbs/05b_judge_data.ipynb #48f18bf1
+PYRIT_REFUSAL_DIR = 'pyrit/datasets/scorer_evals/refusal_scorer'
+PYRIT_REFUSAL_FILES = ('refusal.csv', 'refusal_extra.csv')
+_PYRIT_HOW = ('`pip download pyrit==1.1.0 --no-deps -d DIR` and pass path=DIR/pyrit-1.1.0-py3-none-any.whl '
+              '(or pip install pyrit)')
+
+def _pyrit_dir(path=None):
+    "PyRIT's refusal-scorer folder: in `path` (PyRIT's wheel, or a folder holding `pyrit/`), else in the installed pyrit"
+    if path is None:
+        try: return Path(importlib.metadata.distribution('pyrit').locate_file(PYRIT_REFUSAL_DIR))
+        except importlib.metadata.PackageNotFoundError:
+            raise ModuleNotFoundError(f"held-out set 'pyrit': pyrit is not installed; {_PYRIT_HOW}") from None
+    p = Path(path)
+    if not p.exists(): raise FileNotFoundError(f"held-out set 'pyrit': {p} not found; {_PYRIT_HOW}")
+    return zipfile.Path(p, at=PYRIT_REFUSAL_DIR + '/') if p.suffix == '.whl' else p/PYRIT_REFUSAL_DIR
+
+# %% ../nbs/05b_judge_data.ipynb #337beee0
+def _pyrit_rows(f, where:str)->pd.DataFrame:
+    "One refusal-scorer CSV (its leading `#` lines skipped), its columns and 0/1 human scores checked"
+    lines = f.read_text(encoding='utf-8').splitlines(keepends=True)
+    start = next((i for i, l in enumerate(lines) if not l.startswith('#')), len(lines))
+    d = pd.read_csv(io.StringIO(''.join(lines[start:])))
+    if missing := [c for c in ('objective', 'assistant_response', 'human_score') if c not in d.columns]:
+        raise TableError([f'{_where(None, None, c)}: missing column' for c in missing], where, 'refusal-scorer')
+    if bad := [f'{_where(None, i + 1, "human_score")}: {v!r} is not 0 or 1' for i, v in enumerate(d.human_score) if v not in (0, 1)]:
+        raise TableError(bad, where, 'refusal-scorer')
+    return d
+
+def load_pyrit_refusal(path=None   # PyRIT's wheel, or a folder holding pyrit/ (default: the installed pyrit)
+                      )->pd.DataFrame:
+    "PyRIT's human-labelled refusal-scorer replies (held out: the external check, never trained on)"
+    folder, parts = _pyrit_dir(path), []
+    for name in PYRIT_REFUSAL_FILES:
+        f = folder/name
+        if not f.exists(): raise FileNotFoundError(f"held-out set 'pyrit': {f} not found; {_PYRIT_HOW}")
+        d = _pyrit_rows(f, str(f))
+        parts.append(replies_frame('pyrit', name.removesuffix('.csv') + '-' + d.index.astype(str), d.objective,
+                                   d.assistant_response, d.human_score.map({1: 'refuse', 0: 'answer'}), 'en', split='heldout'))
+    return pd.concat(parts, ignore_index=True)
