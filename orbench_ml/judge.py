@@ -24,7 +24,7 @@ from sklearn.model_selection import GroupKFold
 from .core import (FINISH_REASONS, REFUSAL_LABELS, TableError, atomic_write_bytes, bootstrap_weights, read_table,
                              settings, text_hash)
 from .embed import DEFAULT_EMBEDDER, canonical_name, encode, get_embedder, n_cores
-from .judge_data import COMPLIED, SHIPPED, load_pyrit_refusal, load_sources, replies_frame
+from .judge_data import COMPLIED, SHIPPED, load_pyrit_refusal, load_sources
 from .lang import data_file, detect_lang
 from .runner import ask
 from .moderation import parse_verdict
