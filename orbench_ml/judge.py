@@ -24,7 +24,7 @@ from sklearn.model_selection import GroupKFold
 from .core import (FINISH_REASONS, REFUSAL_LABELS, TableError, atomic_write_bytes, bootstrap_weights, read_table,
                              settings, text_hash)
 from .embed import DEFAULT_EMBEDDER, canonical_name, encode, get_embedder, n_cores
-from .judge_data import COMPLIED, SHIPPED, load_pyrit_refusal, load_sources
+from .judge_data import COMPLIED, HELD_OUT, SHIPPED, load_pyrit_refusal, load_sources
 from .lang import data_file, detect_lang
 from .runner import ask
 from .moderation import parse_verdict
@@ -276,6 +276,8 @@ def fit_judge(df:pd.DataFrame,          # labelled replies: source, prompt, resp
               X:tuple|None=None         # `judge_features(df)`, when already computed
              )->dict:
     "Fit both stages on `df`: the model `classifier_frame` and `offline` use"
+    if held := sorted(set(df.source) & set(HELD_OUT)):
+        raise ValueError(f'fit_judge: {held} are held out, the external check of the judge: never train on them')
     Xc, Xe = X if X is not None else judge_features(df, embedder)
     w = source_weights(df.source, df.label)
     cheap = fit_stage(Xc, df.label, w, CLASSIFIER['cheap_C'])

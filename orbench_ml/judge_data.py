@@ -13,10 +13,10 @@ from .core import TableError, _where, language_order, settings, read_table
 from .lang import data_dirs, data_file
 
 # %% auto #0
-__all__ = ['REPLY_COLUMNS', 'DNA_ACTIONS', 'SOURCES', 'SHIPPED', 'COMPLIED', 'PYRIT_REFUSAL_DIR', 'PYRIT_REFUSAL_FILES',
-           'replies_frame', 'judge_data_root', 'source_file', 'load_do_not_answer', 'load_gptfuzz',
-           'load_jailbreakbench', 'load_jade', 'coconot_labels', 'load_coconot', 'load_uncensorbench', 'load_ours',
-           'load_voices', 'load_sources', 'load_pyrit_refusal']
+__all__ = ['REPLY_COLUMNS', 'DNA_ACTIONS', 'SOURCES', 'SHIPPED', 'COMPLIED', 'HELD_OUT', 'PYRIT_REFUSAL_DIR',
+           'PYRIT_REFUSAL_FILES', 'replies_frame', 'judge_data_root', 'source_file', 'load_do_not_answer',
+           'load_gptfuzz', 'load_jailbreakbench', 'load_jade', 'coconot_labels', 'load_coconot', 'load_uncensorbench',
+           'load_ours', 'load_voices', 'load_sources', 'load_pyrit_refusal']
 
 # %% ../nbs/05b_judge_data.ipynb #f3bb2d94
 REPLY_COLUMNS = ['source', 'reply_id', 'prompt', 'response', 'lang', 'label', 'model', 'split']
@@ -152,6 +152,7 @@ def load_sources(names=None,    # source names (default: all of `SOURCES`)
     return pd.concat([SOURCES[n](root) for n in names], ignore_index=True)
 
 # %% ../nbs/05b_judge_data.ipynb #48f18bf1
+HELD_OUT = ('pyrit',)   # sources that measure the judge and never train it: `fit_judge` refuses their rows
 PYRIT_REFUSAL_DIR = 'pyrit/datasets/scorer_evals/refusal_scorer'
 PYRIT_REFUSAL_FILES = ('refusal.csv', 'refusal_extra.csv')
 _PYRIT_HOW = ('`pip download pyrit==1.1.0 --no-deps -d DIR` and pass path=DIR/pyrit-1.1.0-py3-none-any.whl '
@@ -187,6 +188,6 @@ def load_pyrit_refusal(path=None   # PyRIT's wheel, or a folder holding pyrit/ (
         f = folder/name
         if not f.exists(): raise FileNotFoundError(f"held-out set 'pyrit': {f} not found; {_PYRIT_HOW}")
         d = _pyrit_rows(f, str(f))
-        parts.append(replies_frame('pyrit', name.removesuffix('.csv') + '-' + d.index.astype(str), d.objective,
+        parts.append(replies_frame(HELD_OUT[0], name.removesuffix('.csv') + '-' + d.index.astype(str), d.objective,
                                    d.assistant_response, d.human_score.map({1: 'refuse', 0: 'answer'}), 'en', split='heldout'))
     return pd.concat(parts, ignore_index=True)

@@ -22,14 +22,18 @@ def pyrit_wheel(tmp_path_factory):
     assert got.returncode == 0, f'pip download {PYRIT} failed (the external check reads its wheel from the package registry): {got.stderr.strip()[-300:]}'
     return next(d.glob('pyrit-*.whl'))
 
-def test_the_real_set_reads(pyrit_wheel):
-    held = load_pyrit_refusal(pyrit_wheel)
+@pytest.fixture(scope='module')
+def held(pyrit_wheel):
+    "PyRIT's refusal-scorer replies, read once from the wheel"
+    return load_pyrit_refusal(pyrit_wheel)
+
+def test_the_real_set_reads(held):
     assert len(held) == 169 and held.reply_id.is_unique
     assert held.label.value_counts().to_dict() == {'refuse': 109, 'answer': 60}
     assert held.reply_id.str.rsplit('-', n=1).str[0].value_counts().to_dict() == {'pyrit-refusal': 105, 'pyrit-refusal_extra': 64}
     assert (held.response.str.strip() != '').all() and (held.prompt.str.strip() != '').all()
 
-def test_the_kept_figures_are_the_shipped_judges(pyrit_wheel):
-    got = external_check(load_pyrit_refusal(pyrit_wheel)).round(4)
+def test_the_kept_figures_are_the_shipped_judges(held):
+    got = external_check(held).round(4)
     kept = pd.read_csv(data_file('judge/external.csv'))
     pd.testing.assert_frame_equal(got, kept, check_dtype=False, obj='data/judge/external.csv (stale: rerun judge.measure_external)')
